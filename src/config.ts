@@ -1,0 +1,108 @@
+import { z } from 'zod';
+
+/**
+ * The only module that reads process.env. Parsed once, validated, frozen; everything else receives a
+ * Config object (tests build their own with loadConfig({...})).
+ */
+const bool = (dflt: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'])
+    .optional()
+    .transform((v) => (v === undefined ? dflt : v === 'true' || v === '1' || v === 'yes'));
+
+const int = (dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(dflt);
+
+const url = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
+
+const schema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+    PORT: int(4000, 0, 65535),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Unset: an embedded MongoDB-compatible server is started (development and tests only). */
+    MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://').optional(),
+    /** Where the embedded database keeps its files when MONGODB_URI is unset. */
+    DATA_DIR: z.string().min(1).default('./data'),
+    /** Which routes this deployment exposes: images, definitions, or both (comma-separated). */
+    SERVICES: z
+      .string()
+      .default('images,definitions')
+      .transform((s) => s.split(',').map((x) => x.trim()).filter(Boolean))
+      .pipe(z.array(z.enum(['images', 'definitions'])).min(1)),
+    /** Public base address used in signed image URLs; unset: derived from the request's Host. */
+    PUBLIC_BASE_URL: url.optional(),
+    /** HMAC secret for signed image URLs. Unset: generated once and stored in the database. */
+    URL_SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+    IMAGE_URL_TTL_SECONDS: int(6 * 3600, 3600),
+
+    MAX_PROMPTS: int(50, 1, 10_000),
+    MAX_PROMPT_LENGTH: int(2000, 1),
+    MAX_KEYWORD_LENGTH: int(100, 1),
+    BODY_LIMIT_BYTES: int(1024 * 1024, 1024),
+    /** Requests per minute per API key; 0 disables rate limiting. */
+    RATE_LIMIT_PER_MINUTE: int(0),
+
+    DEFINITION_PROVIDER: z.enum(['wordnet', 'openai']).default('wordnet'),
+    DEFINITION_API_URL: url.optional(),
+    DEFINITION_API_KEY: z.string().optional(),
+    DEFINITION_MODEL: z.string().default('gpt-4o-mini'),
+    DEFINITION_TIMEOUT_MS: int(15_000, 100),
+    DEFINITION_RETRIES: int(2, 0, 10),
+    DEFINITION_CACHE_TTL_SECONDS: int(24 * 3600, 0),
+
+    IMAGE_PROVIDER: z.enum(['builtin', 'openai']).default('builtin'),
+    IMAGE_API_URL: url.optional(),
+    IMAGE_API_KEY: z.string().optional(),
+    IMAGE_MODEL: z.string().default('dall-e-3'),
+    IMAGE_SIZE: z.string().regex(/^\d+x\d+$/, 'must be WIDTHxHEIGHT').default('1024x1024'),
+    IMAGE_TIMEOUT_MS: int(60_000, 100),
+    IMAGE_RETRIES: int(2, 0, 10),
+
+    IN_PROCESS_WORKER: bool(true),
+    WORKER_CONCURRENCY: int(8, 1, 1000),
+    JOB_LOCK_LIFETIME_MS: int(60_000, 1000),
+    /** How often the sweep requeues jobs whose queue entry vanished and settles pending refunds. */
+    JOB_SWEEP_INTERVAL_MS: int(30_000, 1000),
+
+    /** auto: change streams where the deployment has them, polling otherwise. */
+    JOB_EVENTS: z.enum(['auto', 'changestream', 'poll']).default('auto'),
+    JOB_EVENTS_POLL_MS: int(500, 50),
+
+    GRAPHQL_INTROSPECTION: bool(true),
+    GRAPHQL_MAX_DEPTH: int(8, 1),
+    GRAPHQL_MAX_ALIASES: int(15, 0),
+    GRAPHQL_MAX_COST: int(5000, 1),
+    GRAPHQL_MAX_TOKENS: int(2000, 1),
+  })
+  .superRefine((c, ctx) => {
+    if (c.DEFINITION_PROVIDER === 'openai' && !c.DEFINITION_API_URL) {
+      ctx.addIssue({ code: 'custom', path: ['DEFINITION_API_URL'], message: 'is required when DEFINITION_PROVIDER=openai' });
+    }
+    if (c.IMAGE_PROVIDER === 'openai' && !c.IMAGE_API_URL) {
+      ctx.addIssue({ code: 'custom', path: ['IMAGE_API_URL'], message: 'is required when IMAGE_PROVIDER=openai' });
+    }
+  });
+
+export type Config = Readonly<z.output<typeof schema>>;
+export type ConfigInput = Partial<Record<keyof z.input<typeof schema>, string | undefined>>;
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** Parses a set of variables (process.env by default) into a frozen Config, or throws ConfigError listing every problem. */
+export function loadConfig(env: ConfigInput | NodeJS.ProcessEnv = process.env): Config {
+  const picked: Record<string, string | undefined> = {};
+  for (const key of Object.keys(schema.shape ?? {})) picked[key] = emptyToUndefined(env[key as keyof typeof env]);
+  const parsed = schema.safeParse(picked);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(config)'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return Object.freeze(parsed.data);
+}
+
+function emptyToUndefined(v: string | undefined): string | undefined {
+  return v === undefined || v.trim() === '' ? undefined : v;
+}

@@ -1,0 +1,138 @@
+/**
+ * The one error catalog. Every failure a client can see is a row here: its HTTP status, its GraphQL
+ * `extensions.code`, the client-facing text and whether retrying can help. REST, GraphQL and workers
+ * translate AppError at their edges; anything that is not an AppError is masked as internal_error.
+ */
+export type GraphQLErrorCode =
+  | 'UNAUTHENTICATED'
+  | 'INSUFFICIENT_CREDITS'
+  | 'BAD_USER_INPUT'
+  | 'NOT_FOUND'
+  | 'RATE_LIMITED'
+  | 'SERVICE_UNAVAILABLE'
+  | 'BAD_GATEWAY'
+  | 'FORBIDDEN'
+  | 'INTERNAL_SERVER_ERROR';
+
+export interface ErrorSpec {
+  readonly httpStatus: number;
+  readonly graphqlCode: GraphQLErrorCode;
+  /** Default client-facing text; validation errors replace it with a field-specific message. */
+  readonly message: string;
+  readonly retryable: boolean;
+}
+
+export const ERROR_CATALOG = {
+  missing_authorization: {
+    httpStatus: 401,
+    graphqlCode: 'UNAUTHENTICATED',
+    message: 'Missing or invalid Authorization header',
+    retryable: false,
+  },
+  invalid_api_key_format: {
+    httpStatus: 401,
+    graphqlCode: 'UNAUTHENTICATED',
+    message: 'Invalid API key format',
+    retryable: false,
+  },
+  invalid_api_key: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid API key', retryable: false },
+  insufficient_credits: {
+    httpStatus: 402,
+    graphqlCode: 'INSUFFICIENT_CREDITS',
+    message: 'Insufficient credits',
+    retryable: false,
+  },
+  invalid_request: { httpStatus: 400, graphqlCode: 'BAD_USER_INPUT', message: 'Invalid request', retryable: false },
+  invalid_json: {
+    httpStatus: 400,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Request body is not valid JSON',
+    retryable: false,
+  },
+  job_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Job not found', retryable: false },
+  route_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Route not found', retryable: false },
+  image_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Image not found', retryable: false },
+  invalid_signature: {
+    httpStatus: 403,
+    graphqlCode: 'FORBIDDEN',
+    message: 'Invalid or expired image URL',
+    retryable: false,
+  },
+  payload_too_large: {
+    httpStatus: 413,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Request body too large',
+    retryable: false,
+  },
+  unsupported_media_type: {
+    httpStatus: 415,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Content-Type must be application/json',
+    retryable: false,
+  },
+  rate_limited: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many requests', retryable: true },
+  provider_failed: {
+    httpStatus: 502,
+    graphqlCode: 'BAD_GATEWAY',
+    message: 'Upstream provider failed',
+    retryable: true,
+  },
+  provider_unavailable: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Upstream provider unavailable',
+    retryable: true,
+  },
+  database_unavailable: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Service temporarily unavailable',
+    retryable: true,
+  },
+  internal_error: {
+    httpStatus: 500,
+    graphqlCode: 'INTERNAL_SERVER_ERROR',
+    message: 'Internal server error',
+    retryable: true,
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  readonly code: ErrorCode;
+  readonly spec: ErrorSpec;
+  /** Seconds, for 429 and 503 responses. */
+  readonly retryAfter?: number;
+  /** The request field the error is about, for validation errors. */
+  readonly field?: string;
+
+  constructor(code: ErrorCode, options: { message?: string; field?: string; retryAfter?: number; cause?: unknown } = {}) {
+    const spec: ErrorSpec = ERROR_CATALOG[code];
+    super(options.message ?? spec.message, { cause: options.cause });
+    this.code = code;
+    this.spec = spec;
+    this.field = options.field;
+    this.retryAfter = options.retryAfter;
+  }
+
+  get httpStatus(): number {
+    return this.spec.httpStatus;
+  }
+}
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError;
+}
+
+/** A 400 naming the field and the rule it broke, e.g. invalid('keyword', 'keyword must be a string'). */
+export function invalid(field: string, message: string): AppError {
+  return new AppError('invalid_request', { field, message });
+}
+
+export class UnreachableCaseError extends Error {
+  constructor(value: never) {
+    super(`Unreachable case: ${JSON.stringify(value)}`);
+  }
+}
