@@ -1,0 +1,58 @@
+import type { Principal } from './principal.js';
+import type { JobCreated, JobView } from './jobs/types.js';
+
+/**
+ * What the doors (REST routes, GraphQL resolvers, workers) may call. The gateway core implements the
+ * key, credit and definition services; the image-jobs work implements ImageJobService. Inputs arrive as
+ * `unknown` and are validated inside the service, so every door gets the same rules and texts.
+ */
+
+export interface KeyAuthenticator {
+  /**
+   * Checks an `Authorization` header value. Throws AppError missing_authorization,
+   * invalid_api_key_format or invalid_api_key (contract texts and order).
+   */
+  authenticate(authorization: string | undefined): Promise<Principal>;
+  /** True while the key exists and is not deleted (reads the database; no cache). */
+  isActive(keyId: string): Promise<boolean>;
+  /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */
+  onRevoked(listener: (keyId: string) => void): () => void;
+}
+
+export interface CreditBalances {
+  /** Current balance of each account, in the order asked (null for an unknown account). Batched for DataLoader. */
+  balances(accountIds: readonly string[]): Promise<(number | null)[]>;
+}
+
+export interface DefinitionResult {
+  keyword: string;
+  definition: string;
+  credits: number;
+}
+
+export interface DefinitionService {
+  /** Validates `keyword`, charges 1 credit, returns the definition. Provider failure: 502/503, not charged. */
+  lookup(principal: Principal, keyword: unknown): Promise<DefinitionResult>;
+}
+
+export interface JobUrlContext {
+  /** Base address for signed image URLs, e.g. `http://localhost:4000`. */
+  baseUrl: string;
+}
+
+export interface JobPage {
+  items: JobView[];
+  /** Opaque cursor for the next page, null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface ImageJobService {
+  /** Validates `prompts`, charges one credit per prompt atomically, stores the job, queues the work. */
+  create(principal: Principal, prompts: unknown): Promise<JobCreated>;
+  /** The caller's job. Unknown, malformed or another account's id: AppError job_not_found. */
+  get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView>;
+  /** Batched for DataLoader: the caller's jobs by id, null where not found / not the caller's. */
+  getMany(principal: Principal, jobIds: readonly string[], ctx: JobUrlContext): Promise<(JobView | null)[]>;
+  /** The caller's jobs, newest first. */
+  list(principal: Principal, page: { first: number; after?: string | null }, ctx: JobUrlContext): Promise<JobPage>;
+}
