@@ -1,0 +1,96 @@
+import type { ImageStatus, JobStatus } from './types.js';
+
+/** Refund state of one image: a failed image moves none → pending → done, each step once. */
+export type RefundState = 'none' | 'pending' | 'done';
+
+/** One image of a stored job (the `images` array of a `jobs` document). */
+export interface ImageRecord {
+  index: number;
+  prompt: string;
+  status: ImageStatus;
+  /** Number of times a worker claimed this image; guards every later state change of the image. */
+  attempt: number;
+  fileId: string | null;
+  error: string | null;
+  refund: RefundState;
+  startedAt: Date | null;
+  /** Last sign of life of the worker running the current attempt; older than the lock lifetime = abandoned. */
+  heartbeatAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A stored job (`jobs` collection; `id` is the document's `_id`). */
+export interface JobRecord {
+  id: string;
+  accountId: string;
+  keyId: string;
+  status: JobStatus;
+  totalImages: number;
+  succeededImages: number;
+  failedImages: number;
+  creditsUsed: number;
+  creditsRefunded: number;
+  /** False between insert and a confirmed charge: such jobs are invisible and reconciled by the sweep. */
+  charged: boolean;
+  images: ImageRecord[];
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt: Date | null;
+}
+
+/**
+ * Persistence of jobs. Every state change is ONE guarded update (the condition names the state it
+ * moves from), so concurrent workers and sweeps cannot both apply it; methods that can lose such a
+ * race return null/false instead of throwing.
+ */
+export interface JobStore {
+  insert(job: JobRecord): Promise<void>;
+  /** Deletes the job only while it is uncharged. */
+  deleteUncharged(jobId: string): Promise<boolean>;
+  markCharged(jobId: string, now: Date): Promise<boolean>;
+
+  /** Charged jobs of the account. */
+  findForAccount(accountId: string, jobIds: readonly string[]): Promise<JobRecord[]>;
+  /** Charged jobs of the account, newest first, strictly after the cursor position. */
+  listForAccount(accountId: string, limit: number, after: { createdAt: Date; id: string } | null): Promise<JobRecord[]>;
+  findById(jobId: string): Promise<JobRecord | null>;
+
+  /**
+   * Claims an image for a run: queued, or running with a heartbeat at or before `staleBefore`
+   * (its worker died). Increments the attempt, sets running, heartbeat `heartbeatAt`, and moves a
+   * queued job to running. Returns the job after the update, or null when not claimable.
+   */
+  claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<JobRecord | null>;
+  heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean>;
+  /** running(attempt) → succeeded; returns the job after the update, null if the attempt is no longer current. */
+  completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<JobRecord | null>;
+  /** running(attempt) → failed with refund pending; returns the job after the update or null. */
+  failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<JobRecord | null>;
+  /** running(attempt) → queued, for a retry later. */
+  releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<boolean>;
+  /** refund pending → done and creditsRefunded + 1; returns the job after the update or null. */
+  markRefunded(jobId: string, index: number, now: Date): Promise<JobRecord | null>;
+  /** queued/running → final status, once. */
+  finalize(jobId: string, status: 'completed' | 'failed', now: Date): Promise<boolean>;
+
+  /** Sweep: uncharged jobs created before the cutoff. */
+  findUncharged(createdBefore: Date, limit: number): Promise<JobRecord[]>;
+  /** Sweep: charged, non-final jobs not updated since the cutoff, or with a refund left pending. */
+  findStalled(updatedBefore: Date, limit: number): Promise<JobRecord[]>;
+}
+
+/** The credit operations jobs need; the gateway core's CreditService provides them (once per opId). */
+export interface JobCredits {
+  /** Atomically deducts `amount`; AppError insufficient_credits when the balance is too low. Returns the new balance. */
+  charge(accountId: string, amount: number, opId: string): Promise<number>;
+  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string; reason: string }): Promise<void>;
+  /** Makes sure `opId` will never apply; tells whether it already had. */
+  voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
+}
+
+/** The work queue: one entry per image. */
+export interface ImageWorkQueue {
+  enqueue(jobId: string, indexes: readonly number[]): Promise<void>;
+  /** Indexes of the job that still have a live queue entry (scheduled or running). */
+  queuedIndexes(jobId: string): Promise<Set<number>>;
+}

@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, invalid, isAppError } from '../errors.js';
+import type { ImageJobService, JobPage, JobUrlContext } from '../ports.js';
+import type { Principal } from '../principal.js';
+import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.js';
+import type { ImageUrlSigner } from './signed-urls.js';
+import type { JobCreated, JobView } from './types.js';
+import { isJobId, parsePrompts, type PromptLimits } from './validation.js';
+import { toJobView } from './view.js';
+
+export interface ImageJobServiceDeps {
+  jobs: JobStore;
+  credits: JobCredits;
+  queue: ImageWorkQueue;
+  signer: ImageUrlSigner;
+  limits: PromptLimits;
+  /** Overrides the per-request base address of image URLs (PUBLIC_BASE_URL). */
+  publicBaseUrl?: string;
+}
+
+export const MAX_PAGE_SIZE = 100;
+
+/** Charge operation id of a job: one charge per job, whatever retries or sweeps happen. */
+export const jobChargeOpId = (jobId: string) => `job:${jobId}`;
+
+/**
+ * Starting and reading image jobs: the one place their rules live for REST and GraphQL.
+ * Creation is crash-safe without transactions: the job is inserted uncharged (invisible), charged once
+ * under its own op id, then marked charged and queued; the sweep finishes or removes whatever a crash
+ * leaves in between.
+ */
+export class ImageJobs implements ImageJobService {
+  constructor(private readonly deps: ImageJobServiceDeps) {}
+
+  async create(principal: Principal, input: unknown): Promise<JobCreated> {
+    const prompts = parsePrompts(input, this.deps.limits);
+    const { jobs, credits, queue } = this.deps;
+    const now = new Date();
+    const jobId = randomUUID();
+    const n = prompts.length;
+    await jobs.insert({
+      id: jobId,
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      status: 'queued',
+      totalImages: n,
+      succeededImages: 0,
+      failedImages: 0,
+      creditsUsed: n,
+      creditsRefunded: 0,
+      charged: false,
+      images: prompts.map((prompt, index) => ({
+        index,
+        prompt,
+        status: 'queued',
+        attempt: 0,
+        fileId: null,
+        error: null,
+        refund: 'none',
+        startedAt: null,
+        heartbeatAt: null,
+        finishedAt: null,
+      })),
+      createdAt: now,
+      updatedAt: now,
+      completedAt: null,
+    });
+    let balance: number;
+    try {
+      balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId));
+    } catch (err) {
+      // Only a refused charge is known not to have applied; any other failure is left to the sweep,
+      // which asks the credit service whether the charge happened.
+      if (isAppError(err) && err.code === 'insufficient_credits') await jobs.deleteUncharged(jobId);
+      throw err;
+    }
+    await jobs.markCharged(jobId, new Date());
+    await queue.enqueue(
+      jobId,
+      prompts.map((_, i) => i),
+    );
+    return { jobId, totalImages: n, creditsUsed: n, credits: balance };
+  }
+
+  async get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView> {
+    const id = normalizeJobId(jobId);
+    const [job] = id ? await this.deps.jobs.findForAccount(principal.accountId, [id]) : [];
+    if (!job) throw new AppError('job_not_found');
+    return this.view(job, ctx);
+  }
+
+  async getMany(principal: Principal, jobIds: readonly string[], ctx: JobUrlContext): Promise<(JobView | null)[]> {
+    const ids = jobIds.map(normalizeJobId);
+    const valid = [...new Set(ids.filter((x): x is string => x !== null))];
+    const found = valid.length ? await this.deps.jobs.findForAccount(principal.accountId, valid) : [];
+    const byId = new Map(found.map((j) => [j.id, j]));
+    return ids.map((id) => {
+      const job = id ? byId.get(id) : undefined;
+      return job ? this.view(job, ctx) : null;
+    });
+  }
+
+  async list(principal: Principal, page: { first: number; after?: string | null }, ctx: JobUrlContext): Promise<JobPage> {
+    const first = page.first;
+    if (!Number.isInteger(first) || first < 1 || first > MAX_PAGE_SIZE) {
+      throw invalid('first', `first must be an integer between 1 and ${MAX_PAGE_SIZE}`);
+    }
+    const after = page.after == null ? null : decodeCursor(page.after);
+    const rows = await this.deps.jobs.listForAccount(principal.accountId, first + 1, after);
+    const items = rows.slice(0, first);
+    const last = items.at(-1);
+    return {
+      items: items.map((j) => this.view(j, ctx)),
+      nextCursor: rows.length > first && last ? encodeCursor(last) : null,
+    };
+  }
+
+  private view(job: JobRecord, ctx: JobUrlContext): JobView {
+    return toJobView(job, this.deps.signer, this.deps.publicBaseUrl ?? ctx.baseUrl);
+  }
+}
+
+function normalizeJobId(value: unknown): string | null {
+  if (typeof value !== 'string') return null;
+  const id = value.trim().toLowerCase();
+  return isJobId(id) ? id : null;
+}
+
+function encodeCursor(job: JobRecord): string {
+  return Buffer.from(JSON.stringify([job.createdAt.getTime(), job.id])).toString('base64url');
+}
+
+function decodeCursor(cursor: unknown): { createdAt: Date; id: string } {
+  try {
+    const [ms, id] = JSON.parse(Buffer.from(String(cursor), 'base64url').toString('utf8')) as unknown[];
+    if (typeof ms === 'number' && Number.isFinite(ms) && isJobId(id)) return { createdAt: new Date(ms), id };
+  } catch {
+    // fall through to the 400
+  }
+  throw invalid('after', 'after must be a cursor returned by a previous page');
+}

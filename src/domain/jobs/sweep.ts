@@ -1,0 +1,85 @@
+import type { ImageWorkQueue, JobCredits, JobStore } from './records.js';
+import type { ImageRunner } from './runner.js';
+import { jobChargeOpId } from './service.js';
+
+export interface JobSweeperDeps {
+  jobs: JobStore;
+  credits: JobCredits;
+  queue: ImageWorkQueue;
+  runner: ImageRunner;
+  lockLifetimeMs: number;
+  /** Uncharged jobs younger than this may still be in their create request. */
+  unchargedGraceMs?: number;
+  batch?: number;
+}
+
+export interface SweepReport {
+  voided: number;
+  recovered: number;
+  refundsSettled: number;
+  finalized: number;
+  requeued: number;
+}
+
+/**
+ * Repairs what crashes leave behind; safe to run anywhere, any number of times, concurrently, because
+ * it only calls the same guarded, once-per-op operations as the normal path.
+ */
+export class JobSweeper {
+  constructor(private readonly deps: JobSweeperDeps) {}
+
+  async sweep(now = new Date()): Promise<SweepReport> {
+    const report: SweepReport = { voided: 0, recovered: 0, refundsSettled: 0, finalized: 0, requeued: 0 };
+    await this.reconcileUncharged(now, report);
+    await this.repairStalled(now, report);
+    return report;
+  }
+
+  /** A create request died between insert and confirmed charge: void the charge, or finish the job if it applied. */
+  private async reconcileUncharged(now: Date, report: SweepReport): Promise<void> {
+    const { jobs, credits, queue } = this.deps;
+    const cutoff = new Date(now.getTime() - (this.deps.unchargedGraceMs ?? 60_000));
+    for (const job of await jobs.findUncharged(cutoff, this.deps.batch ?? 100)) {
+      const result = await credits.voidOp(job.accountId, jobChargeOpId(job.id));
+      if (result === 'voided') {
+        if (await jobs.deleteUncharged(job.id)) report.voided++;
+      } else if (await jobs.markCharged(job.id, new Date())) {
+        await queue.enqueue(
+          job.id,
+          job.images.map((i) => i.index),
+        );
+        report.recovered++;
+      }
+    }
+  }
+
+  /** Non-final jobs without recent progress: settle pending refunds, finalize, requeue lost images. */
+  private async repairStalled(now: Date, report: SweepReport): Promise<void> {
+    const { jobs, queue, runner, lockLifetimeMs } = this.deps;
+    const staleBefore = new Date(now.getTime() - lockLifetimeMs);
+    for (const job of await jobs.findStalled(staleBefore, this.deps.batch ?? 100)) {
+      for (const img of job.images) {
+        if (img.refund === 'pending') {
+          await runner.settleRefund(job, img.index);
+          report.refundsSettled++;
+        }
+      }
+      const fresh = await jobs.findById(job.id);
+      if (!fresh) continue;
+      if (await runner.finalizeIfDone(fresh)) {
+        report.finalized++;
+        continue;
+      }
+      const lost = fresh.images.filter(
+        (i) => i.status === 'queued' || (i.status === 'running' && (!i.heartbeatAt || i.heartbeatAt <= staleBefore)),
+      );
+      if (lost.length === 0) continue;
+      const live = await queue.queuedIndexes(job.id);
+      const missing = lost.map((i) => i.index).filter((i) => !live.has(i));
+      if (missing.length) {
+        await queue.enqueue(job.id, missing);
+        report.requeued += missing.length;
+      }
+    }
+  }
+}
