@@ -1,0 +1,78 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+import { IMAGE_STATUSES, JOB_STATUSES } from '../../domain/jobs/types.js';
+
+/** Stored shape of a job (collection `jobs`); `_id` is the job id (UUID v4 string). */
+export interface JobDoc {
+  _id: string;
+  accountId: string;
+  keyId: string;
+  status: (typeof JOB_STATUSES)[number];
+  totalImages: number;
+  succeededImages: number;
+  failedImages: number;
+  creditsUsed: number;
+  creditsRefunded: number;
+  charged: boolean;
+  images: {
+    index: number;
+    prompt: string;
+    status: (typeof IMAGE_STATUSES)[number];
+    attempt: number;
+    fileId: string | null;
+    error: string | null;
+    refund: 'none' | 'pending' | 'done';
+    startedAt: Date | null;
+    heartbeatAt: Date | null;
+    finishedAt: Date | null;
+  }[];
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt: Date | null;
+}
+
+const imageSchema = new Schema(
+  {
+    index: { type: Number, required: true },
+    prompt: { type: String, required: true },
+    status: { type: String, enum: IMAGE_STATUSES, required: true },
+    attempt: { type: Number, required: true, default: 0 },
+    fileId: { type: String, default: null },
+    error: { type: String, default: null },
+    refund: { type: String, enum: ['none', 'pending', 'done'], required: true, default: 'none' },
+    startedAt: { type: Date, default: null },
+    heartbeatAt: { type: Date, default: null },
+    finishedAt: { type: Date, default: null },
+  },
+  { _id: false },
+);
+
+const jobSchema = new Schema<JobDoc>(
+  {
+    _id: { type: String, required: true },
+    accountId: { type: String, required: true },
+    keyId: { type: String, required: true },
+    status: { type: String, enum: JOB_STATUSES, required: true },
+    totalImages: { type: Number, required: true },
+    succeededImages: { type: Number, required: true, default: 0 },
+    failedImages: { type: Number, required: true, default: 0 },
+    creditsUsed: { type: Number, required: true },
+    creditsRefunded: { type: Number, required: true, default: 0 },
+    charged: { type: Boolean, required: true },
+    images: { type: [imageSchema], required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    completedAt: { type: Date, default: null },
+  },
+  // updatedAt is written explicitly by every update: the GraphQL subscription keys on it.
+  { collection: 'jobs', versionKey: false, timestamps: false, autoIndex: true },
+);
+
+// Lists per account, newest first (cursor pagination on createdAt, _id).
+jobSchema.index({ accountId: 1, createdAt: -1, _id: -1 });
+// The sweep: non-final jobs without progress, and uncharged leftovers of crashed create requests.
+jobSchema.index({ status: 1, updatedAt: 1 });
+jobSchema.index({ charged: 1, createdAt: 1 });
+
+export function jobModel(connection: Connection): Model<JobDoc> {
+  return (connection.models.Job as Model<JobDoc> | undefined) ?? connection.model<JobDoc>('Job', jobSchema);
+}
