@@ -64,6 +64,12 @@ const schema = z
     JOB_LOCK_LIFETIME_MS: int(60_000, 1000),
     /** How often the sweep requeues jobs whose queue entry vanished and settles pending refunds. */
     JOB_SWEEP_INTERVAL_MS: int(30_000, 1000),
+    /** Claims of one image (worker crashes included) before it fails and is refunded. */
+    IMAGE_MAX_ATTEMPTS: int(3, 1, 20),
+    /** Workers' backstop poll of the queue; enqueues normally wake them at once (change streams). */
+    QUEUE_POLL_INTERVAL_MS: int(200, 10),
+    /** How workers hear of new queue entries from other processes: auto = change streams where available. */
+    QUEUE_NOTIFICATIONS: z.enum(['auto', 'changestream', 'poll']).default('auto'),
 
     /** auto: change streams where the deployment has them, polling otherwise. */
     JOB_EVENTS: z.enum(['auto', 'changestream', 'poll']).default('auto'),

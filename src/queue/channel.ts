@@ -1,0 +1,99 @@
+import { BaseNotificationChannel, toJobId, type JobNotification } from 'agenda';
+import type { ChangeStream, Db, Document } from 'mongodb';
+
+/**
+ * How Agenda learns that work is waiting, without waiting for its poll:
+ *  - across processes: a change stream on the queue collection reports inserts (where the deployment
+ *    has change streams; probed at connect, polling remains the backstop otherwise);
+ *  - in this process: `publish` (Agenda calls it when this process enqueues) and `kick` (after a run
+ *    finishes, so a worker that held back because of its lock limit takes the next entry at once).
+ * Only inserts are watched: lock and state updates would wake every worker for nothing.
+ */
+export class QueueNotificationChannel extends BaseNotificationChannel {
+  private stream?: ChangeStream;
+  private watching = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly collection: string,
+    private readonly mode: 'auto' | 'changestream' | 'poll',
+  ) {
+    super({ channelName: `queue:${collection}`, reconnect: { enabled: false } });
+  }
+
+  /** True when other processes' enqueues reach this one immediately. */
+  get crossProcess(): boolean {
+    return this.watching;
+  }
+
+  async connect(): Promise<void> {
+    this.setState('connecting');
+    if (this.mode !== 'poll') {
+      try {
+        await this.openStream();
+      } catch (err) {
+        if (this.mode === 'changestream') {
+          this.setState('error');
+          throw err;
+        }
+        // auto: this deployment has no change streams (standalone server); the short poll covers it.
+      }
+    }
+    this.setState('connected');
+  }
+
+  async disconnect(): Promise<void> {
+    this.watching = false;
+    this.setState('disconnected');
+    const stream = this.stream;
+    this.stream = undefined;
+    await stream?.close().catch(() => undefined);
+  }
+
+  async publish(notification: JobNotification): Promise<void> {
+    // The change stream will report this insert to every process, this one included.
+    if (this.watching) return;
+    await this.notifyHandlers(notification);
+  }
+
+  /** Wakes this process's job processor for `jobName`. */
+  kick(jobName: string): void {
+    void this.notifyHandlers({ jobId: toJobId('local'), jobName, nextRunAt: new Date(), priority: 0, timestamp: new Date(), source: 'local' });
+  }
+
+  private async openStream(): Promise<void> {
+    // watch() is lazy; a probe's first round trip tells whether the deployment supports change streams
+    // (a stream used as an iterator cannot become an event emitter, hence two streams).
+    const probe = this.db.collection(this.collection).watch([], { maxAwaitTimeMS: 1 });
+    try {
+      await probe.tryNext();
+    } finally {
+      await probe.close().catch(() => undefined);
+    }
+    const stream = this.db.collection(this.collection).watch<Document>([{ $match: { operationType: 'insert' } }], {
+      maxAwaitTimeMS: 1000,
+    });
+    stream.on('change', (change: Document) => {
+      const doc = change.fullDocument as { _id: unknown; name: string; nextRunAt?: Date | null; priority?: number; disabled?: boolean } | undefined;
+      if (!doc?.nextRunAt || doc.disabled) return;
+      void this.notifyHandlers({
+        jobId: toJobId(String(doc._id)),
+        jobName: doc.name,
+        nextRunAt: new Date(doc.nextRunAt),
+        priority: doc.priority ?? 0,
+        timestamp: new Date(),
+        source: 'changestream',
+      });
+    });
+    stream.on('error', (err: unknown) => {
+      this.emit('error', err instanceof Error ? err : new Error(String(err)));
+      // Fall back to polling, then try to watch again shortly.
+      this.watching = false;
+      setTimeout(() => {
+        if (this.state === 'connected' && !this.watching) this.openStream().catch(() => undefined);
+      }, 1000).unref();
+    });
+    this.stream = stream;
+    this.watching = true;
+  }
+}

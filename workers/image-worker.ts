@@ -1,0 +1,109 @@
+import type { Job } from 'agenda';
+import type { ImageRunner } from '../src/domain/jobs/runner.js';
+import type { JobSweeper } from '../src/domain/jobs/sweep.js';
+import { UnreachableCaseError } from '../src/domain/errors.js';
+import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
+
+export interface ImageWorkerOptions {
+  queue: ImageQueue;
+  runner: ImageRunner;
+  sweeper: JobSweeper;
+  concurrency: number;
+  lockLifetimeMs: number;
+  sweepIntervalMs: number;
+  log: Logger;
+}
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+/** Thrown to have the queue run an image again later, with backoff; carries its reason by code. */
+export class RetryLater extends Error {
+  override readonly name = 'RetryLater';
+  readonly code = 'retry_later';
+  readonly retryable = true;
+}
+
+const RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
+
+export interface RunningWorker {
+  /** Stops taking work and waits for running images to finish (SIGTERM). */
+  stop(timeoutMs?: number): Promise<void>;
+}
+
+/**
+ * The worker door: parses a queue entry, asks the runner to do the work, and maps the outcome back to
+ * the queue (retry with backoff, look again later, or done). No business rule lives here.
+ */
+export async function startImageWorker(opts: ImageWorkerOptions): Promise<RunningWorker> {
+  const { queue, runner, sweeper, log } = opts;
+  const { agenda, channel } = queue;
+
+  agenda.define(
+    GENERATE_IMAGE,
+    async (job: Job<unknown>) => {
+      const parsed = generateImagePayload.safeParse(job.attrs.data);
+      if (!parsed.success) {
+        log.error({ entry: String(job.attrs._id), data: job.attrs.data }, 'dropping malformed image queue entry');
+        return;
+      }
+      const { jobId, index } = parsed.data;
+      const outcome = await runner.run(jobId, index, {
+        lockedAt: job.attrs.lockedAt ?? undefined,
+        renew: () => job.touch(),
+      });
+      switch (outcome.kind) {
+        case 'succeeded':
+        case 'skipped':
+          return;
+        case 'failed':
+          log.info({ jobId, index, error: outcome.error }, 'image failed and was refunded');
+          return;
+        case 'retry':
+          throw new RetryLater(outcome.error);
+        case 'busy':
+          await queue.enqueueAt(jobId, index, outcome.retryAt);
+          return;
+        default:
+          throw new UnreachableCaseError(outcome);
+      }
+    },
+    {
+      concurrency: opts.concurrency,
+      // Lock no more than we can run: the rest of a backlog stays available to other workers.
+      lockLimit: opts.concurrency,
+      lockLifetime: opts.lockLifetimeMs,
+      removeOnComplete: true,
+      // Retryable provider failures and infrastructure faults. Attempts per image are bounded by the
+      // runner (IMAGE_MAX_ATTEMPTS); past this schedule the sweep requeues the image.
+      backoff: (ctx) => RETRY_DELAYS_MS[ctx.attempt - 1] ?? null,
+    },
+  );
+
+  agenda.define(
+    SWEEP_JOBS,
+    async () => {
+      const report = await sweeper.sweep();
+      if (Object.values(report).some((n) => n > 0)) log.info({ report }, 'image job sweep repaired jobs');
+    },
+    { concurrency: 1, lockLifetime: Math.max(opts.lockLifetimeMs, 60_000) },
+  );
+
+  // A finished run frees a lock slot: take the next waiting entry now rather than at the next poll.
+  agenda.on(`complete:${GENERATE_IMAGE}`, () => channel.kick(GENERATE_IMAGE));
+  agenda.on('error', (err: Error) => log.warn({ err: err.message }, 'queue error'));
+
+  await agenda.start();
+  // One recurring entry shared by all workers (Agenda keeps a single document per `every` name).
+  await agenda.every(opts.sweepIntervalMs, SWEEP_JOBS, undefined, { skipImmediate: true });
+  log.info({ crossProcessNotifications: channel.crossProcess, concurrency: opts.concurrency }, 'image worker started');
+
+  return {
+    async stop(timeoutMs = 60_000) {
+      await queue.close(timeoutMs);
+    },
+  };
+}
