@@ -1,0 +1,185 @@
+import { AppError } from '../../src/domain/errors.js';
+import type { ImageRecord, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
+import type { ImageKey, ImageStore, StoredImage, StoredImageInfo } from '../../src/storage/types.js';
+
+/**
+ * In-memory JobStore with the same guard semantics as the MongoDB one (each method is one atomic step:
+ * JavaScript runs it without interleaving), for domain tests without a database.
+ */
+export class MemoryJobStore implements JobStore {
+  readonly docs = new Map<string, JobRecord>();
+
+  private clone(j: JobRecord): JobRecord {
+    return structuredClone(j);
+  }
+  async insert(job: JobRecord) {
+    this.docs.set(job.id, this.clone(job));
+  }
+  async deleteUncharged(id: string) {
+    const j = this.docs.get(id);
+    if (!j || j.charged) return false;
+    return this.docs.delete(id);
+  }
+  async markCharged(id: string, now: Date) {
+    const j = this.docs.get(id);
+    if (!j || j.charged) return false;
+    j.charged = true;
+    j.updatedAt = now;
+    return true;
+  }
+  async findForAccount(accountId: string, ids: readonly string[]) {
+    return ids.map((id) => this.docs.get(id)).filter((j): j is JobRecord => !!j && j.accountId === accountId && j.charged).map((j) => this.clone(j));
+  }
+  async listForAccount(accountId: string, limit: number, after: { createdAt: Date; id: string } | null) {
+    return [...this.docs.values()]
+      .filter((j) => j.accountId === accountId && j.charged)
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1))
+      .filter((j) => !after || j.createdAt < after.createdAt || (j.createdAt.getTime() === after.createdAt.getTime() && j.id < after.id))
+      .slice(0, limit)
+      .map((j) => this.clone(j));
+  }
+  async findById(id: string) {
+    const j = this.docs.get(id);
+    return j ? this.clone(j) : null;
+  }
+  async claimImage(id: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date) {
+    const j = this.docs.get(id);
+    const img = j?.charged ? j.images.find((i) => i.index === index) : undefined;
+    if (!j || !img) return null;
+    const stale = img.status === 'running' && img.heartbeatAt !== null && img.heartbeatAt <= staleBefore;
+    if (img.status !== 'queued' && !stale) return null;
+    Object.assign(img, { attempt: img.attempt + 1, status: 'running', startedAt: now, heartbeatAt, error: null });
+    j.status = 'running';
+    j.updatedAt = now;
+    return this.clone(j);
+  }
+  async heartbeat(id: string, index: number, attempt: number, at: Date) {
+    const img = this.running(id, index, attempt);
+    if (img) img.heartbeatAt = at;
+    return !!img;
+  }
+  async completeImage(id: string, index: number, attempt: number, fileId: string, now: Date) {
+    const img = this.running(id, index, attempt);
+    if (!img) return null;
+    Object.assign(img, { status: 'succeeded', fileId, finishedAt: now });
+    const j = this.docs.get(id)!;
+    j.succeededImages++;
+    j.updatedAt = now;
+    return this.clone(j);
+  }
+  async failImage(id: string, index: number, attempt: number, error: string, now: Date) {
+    const img = this.running(id, index, attempt);
+    if (!img) return null;
+    Object.assign(img, { status: 'failed', error, refund: 'pending', finishedAt: now });
+    const j = this.docs.get(id)!;
+    j.failedImages++;
+    j.updatedAt = now;
+    return this.clone(j);
+  }
+  async releaseImage(id: string, index: number, attempt: number, error: string, now: Date) {
+    const img = this.running(id, index, attempt);
+    if (!img) return false;
+    Object.assign(img, { status: 'queued', error, heartbeatAt: null });
+    this.docs.get(id)!.updatedAt = now;
+    return true;
+  }
+  async markRefunded(id: string, index: number, now: Date) {
+    const j = this.docs.get(id);
+    const img = j?.images.find((i) => i.index === index && i.refund === 'pending');
+    if (!j || !img) return null;
+    img.refund = 'done';
+    j.creditsRefunded++;
+    j.updatedAt = now;
+    return this.clone(j);
+  }
+  async finalize(id: string, status: 'completed' | 'failed', now: Date) {
+    const j = this.docs.get(id);
+    if (!j || (j.status !== 'queued' && j.status !== 'running')) return false;
+    Object.assign(j, { status, completedAt: now, updatedAt: now });
+    return true;
+  }
+  async findUncharged(before: Date, limit: number) {
+    return [...this.docs.values()].filter((j) => !j.charged && j.createdAt <= before).slice(0, limit).map((j) => this.clone(j));
+  }
+  async findStalled(before: Date, limit: number) {
+    return [...this.docs.values()]
+      .filter((j) => j.charged && (j.status === 'queued' || j.status === 'running') && j.updatedAt <= before)
+      .slice(0, limit)
+      .map((j) => this.clone(j));
+  }
+  private running(id: string, index: number, attempt: number): ImageRecord | undefined {
+    return this.docs.get(id)?.images.find((i) => i.index === index && i.status === 'running' && i.attempt === attempt);
+  }
+}
+
+/** Credits applied at most once per op id, like the gateway core's CreditService. */
+export class MemoryCredits implements JobCredits {
+  readonly balances = new Map<string, number>();
+  readonly ops = new Map<string, Set<string>>();
+  readonly refunds: { accountId: string; opId: string }[] = [];
+  failNextCharge: Error | null = null;
+
+  private applied(accountId: string): Set<string> {
+    let s = this.ops.get(accountId);
+    if (!s) this.ops.set(accountId, (s = new Set()));
+    return s;
+  }
+  async charge(accountId: string, amount: number, opId: string) {
+    if (this.failNextCharge) {
+      const e = this.failNextCharge;
+      this.failNextCharge = null;
+      throw e;
+    }
+    const balance = this.balances.get(accountId) ?? 0;
+    if (this.applied(accountId).has(opId)) return balance;
+    if (balance < amount) throw new AppError('insufficient_credits');
+    this.applied(accountId).add(opId);
+    this.balances.set(accountId, balance - amount);
+    return balance - amount;
+  }
+  async refund(accountId: string, amount: number, opId: string) {
+    if (this.applied(accountId).has(opId)) return;
+    this.applied(accountId).add(opId);
+    this.refunds.push({ accountId, opId });
+    this.balances.set(accountId, (this.balances.get(accountId) ?? 0) + amount);
+  }
+  async voidOp(accountId: string, opId: string) {
+    if (this.applied(accountId).has(opId)) return 'already_applied' as const;
+    this.applied(accountId).add(`void:${opId}`);
+    return 'voided' as const;
+  }
+}
+
+export class MemoryQueue implements ImageWorkQueue {
+  readonly entries: { jobId: string; index: number }[] = [];
+  async enqueue(jobId: string, indexes: readonly number[]) {
+    for (const index of indexes) this.entries.push({ jobId, index });
+  }
+  async queuedIndexes(jobId: string) {
+    return new Set(this.entries.filter((e) => e.jobId === jobId).map((e) => e.index));
+  }
+  take(): { jobId: string; index: number } | undefined {
+    return this.entries.shift();
+  }
+}
+
+export class MemoryImageStore implements ImageStore {
+  readonly files = new Map<string, StoredImage & { key: ImageKey }>();
+  private next = 0;
+  async put(key: ImageKey, image: { data: Buffer; contentType: string }): Promise<StoredImageInfo> {
+    const fileId = (++this.next).toString(16).padStart(24, '0');
+    const info = { fileId, contentType: image.contentType, length: image.data.length, etag: `"${fileId}"` };
+    this.files.set(fileId, { ...info, data: image.data, key });
+    return info;
+  }
+  async stat(fileId: string) {
+    const f = this.files.get(fileId);
+    return f ? { fileId, contentType: f.contentType, length: f.length, etag: f.etag } : null;
+  }
+  async get(fileId: string) {
+    return this.files.get(fileId) ?? null;
+  }
+  async delete(fileId: string) {
+    this.files.delete(fileId);
+  }
+}
