@@ -1,0 +1,215 @@
+// BSON comparison order (https://www.mongodb.com/docs/manual/reference/bson-type-comparison-order/),
+// used by indexes, sorts and the fast-path matcher. Numbers of every width compare by value.
+import { Long, ObjectId } from 'bson';
+
+export type Doc = Record<string, any>;
+
+/** Rank of the type bracket a value belongs to; values only compare by content inside one bracket. */
+export function typeRank(v: unknown): number {
+  if (v === null || v === undefined) return 2;
+  switch (typeof v) {
+    case 'number':
+    case 'bigint':
+      return 3;
+    case 'string':
+      return 4;
+    case 'boolean':
+      return 9;
+    case 'object':
+      break;
+    default:
+      return 5;
+  }
+  if (v instanceof Date) return 10;
+  if (Array.isArray(v)) return 6;
+  if (v instanceof RegExp) return 12;
+  const t = (v as { _bsontype?: string })._bsontype;
+  switch (t) {
+    case undefined:
+      return 5;
+    case 'ObjectId':
+      return 8;
+    case 'Long':
+    case 'Int32':
+    case 'Double':
+    case 'Decimal128':
+      return 3;
+    case 'Binary':
+      return 7;
+    case 'Timestamp':
+      return 11;
+    case 'BSONRegExp':
+      return 12;
+    case 'MinKey':
+      return 1;
+    case 'MaxKey':
+      return 13;
+    case 'BSONSymbol':
+      return 4;
+    default:
+      return 5;
+  }
+}
+
+export function toNumber(v: any): number {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'bigint') return Number(v);
+  switch (v?._bsontype) {
+    case 'Long':
+      return (v as Long).toNumber();
+    case 'Int32':
+    case 'Double':
+      return v.value;
+    case 'Decimal128':
+      return Number.parseFloat(v.toString());
+    default:
+      return Number.NaN;
+  }
+}
+
+function compareNumbers(a: any, b: any): number {
+  if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
+  if (a?._bsontype === 'Long' && b?._bsontype === 'Long') return (a as Long).compare(b as Long);
+  const x = toNumber(a);
+  const y = toNumber(b);
+  // NaN sorts below every other number, as in MongoDB.
+  if (Number.isNaN(x)) return Number.isNaN(y) ? 0 : -1;
+  if (Number.isNaN(y)) return 1;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  }
+  return a.length - b.length < 0 ? -1 : a.length > b.length ? 1 : 0;
+}
+
+function compareObjects(a: Doc, b: Doc): number {
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  const n = Math.min(ka.length, kb.length);
+  for (let i = 0; i < n; i++) {
+    const va = a[ka[i]];
+    const vb = b[kb[i]];
+    const r = typeRank(va) - typeRank(vb);
+    if (r !== 0) return r < 0 ? -1 : 1;
+    if (ka[i] !== kb[i]) return ka[i] < kb[i] ? -1 : 1;
+    const c = compareValues(va, vb);
+    if (c !== 0) return c;
+  }
+  return ka.length < kb.length ? -1 : ka.length > kb.length ? 1 : 0;
+}
+
+export function compareValues(a: any, b: any): number {
+  const ra = typeRank(a);
+  const rb = typeRank(b);
+  if (ra !== rb) return ra < rb ? -1 : 1;
+  switch (ra) {
+    case 1:
+    case 2:
+    case 13:
+      return 0;
+    case 3:
+      return compareNumbers(a, b);
+    case 4: {
+      const x = typeof a === 'string' ? a : String(a.value ?? a);
+      const y = typeof b === 'string' ? b : String(b.value ?? b);
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    case 5:
+      return compareObjects(a, b);
+    case 6: {
+      const n = Math.min(a.length, b.length);
+      for (let i = 0; i < n; i++) {
+        const c = compareValues(a[i], b[i]);
+        if (c !== 0) return c;
+      }
+      return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
+    }
+    case 7:
+      if (a.sub_type !== b.sub_type) return a.sub_type < b.sub_type ? -1 : 1;
+      return compareBytes(a.buffer, b.buffer);
+    case 8:
+      return compareBytes((a as ObjectId).id, (b as ObjectId).id);
+    case 9:
+      return a === b ? 0 : a ? 1 : -1;
+    case 10: {
+      const x = (a as Date).getTime();
+      const y = (b as Date).getTime();
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    case 11: {
+      const c = a.t - b.t;
+      if (c !== 0) return c < 0 ? -1 : 1;
+      return a.i < b.i ? -1 : a.i > b.i ? 1 : 0;
+    }
+    case 12: {
+      const x = String(a.source ?? a.pattern);
+      const y = String(b.source ?? b.pattern);
+      return x < y ? -1 : x > y ? 1 : 0;
+    }
+    default:
+      return 0;
+  }
+}
+
+export function valuesEqual(a: any, b: any): boolean {
+  return compareValues(a, b) === 0;
+}
+
+/** Canonical string of a value: equal BSON values (1, 1.0, Long(1)) give equal strings. */
+export function canonicalKey(v: any): string {
+  switch (typeRank(v)) {
+    case 1:
+      return 'm';
+    case 2:
+      return 'z';
+    case 3:
+      return 'n' + String(toNumber(v));
+    case 4:
+      return 's' + (typeof v === 'string' ? v : String(v.value));
+    case 5:
+      return '{' + Object.keys(v).map((k) => JSON.stringify(k) + ':' + canonicalKey(v[k])).join(',') + '}';
+    case 6:
+      return '[' + (v as any[]).map(canonicalKey).join(',') + ']';
+    case 7:
+      return 'B' + v.sub_type + ':' + Buffer.from(v.buffer).toString('base64');
+    case 8:
+      return 'o' + (v as ObjectId).toHexString();
+    case 9:
+      return v ? 't' : 'f';
+    case 10:
+      return 'd' + (v as Date).getTime();
+    case 11:
+      return 'T' + v.t + ':' + v.i;
+    case 12:
+      return 'r' + String(v.source ?? v.pattern) + '/' + String(v.flags ?? v.options);
+    default:
+      return 'M';
+  }
+}
+
+/** Deep copy of plain objects and arrays; BSON values (immutable for us) are shared. */
+export function deepCopy<T>(v: T): T {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) return v.map(deepCopy) as T;
+  if (v instanceof Date) return new Date(v.getTime()) as T;
+  if ((v as any)._bsontype !== undefined || v instanceof RegExp || ArrayBuffer.isView(v)) return v;
+  const out: Doc = {};
+  for (const k of Object.keys(v)) out[k] = deepCopy((v as Doc)[k]);
+  return out as T;
+}
+
+export function isPlainObject(v: unknown): v is Doc {
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    !(v instanceof Date) &&
+    !(v instanceof RegExp) &&
+    (v as any)._bsontype === undefined &&
+    !ArrayBuffer.isView(v)
+  );
+}

@@ -1,0 +1,541 @@
+// One collection: documents by record id, its indexes, and the query planner that turns a filter into
+// index range scans. Documents are never mutated in place (updates build a new object), so cursors can
+// hold references safely.
+import { canonicalKey, compareValues, isPlainObject, typeRank, type Doc } from './bson-order.js';
+import { MongoError } from './errors.js';
+import { compileFilter, getPath, pathValues, type Predicate } from './matcher.js';
+import { SortedIndex, type Entry } from './sorted-index.js';
+
+export type IndexSpec = {
+  v: number;
+  key: Doc;
+  name: string;
+  unique?: boolean;
+  sparse?: boolean;
+  expireAfterSeconds?: number;
+  partialFilterExpression?: Doc;
+  [k: string]: unknown;
+};
+
+type Field = { path: string; parts: string[]; dir: 1 | -1 };
+
+export class Index {
+  readonly fields: Field[];
+  readonly tree: SortedIndex;
+  private readonly entries = new Map<number, Entry[]>();
+  private readonly partial: Predicate | undefined;
+  /** Whether the key pattern is plain ascending/descending (not text, 2dsphere, hashed). */
+  readonly ordered: boolean;
+
+  constructor(readonly spec: IndexSpec) {
+    this.fields = Object.entries(spec.key).map(([path, d]) => ({ path, parts: path.split('.'), dir: d === -1 || d === '-1' ? -1 : 1 }));
+    this.ordered = Object.values(spec.key).every((d) => typeof d === 'number');
+    const fields = this.fields;
+    this.tree = new SortedIndex((a, b) => {
+      for (let i = 0; i < fields.length; i++) {
+        const c = compareValues(a.key[i], b.key[i]);
+        if (c !== 0) return c * fields[i].dir;
+      }
+      return a.rid - b.rid;
+    });
+    this.partial = spec.partialFilterExpression ? compileFilter(spec.partialFilterExpression) : undefined;
+  }
+
+  /** All index keys of a document (several when a field holds an array); none if sparse/partial excludes it. */
+  keysOf(doc: Doc): any[][] {
+    if (this.partial && !this.partial(doc)) return [];
+    let keys: any[][] = [[]];
+    let anyPresent = false;
+    for (const f of this.fields) {
+      const raw = pathValues(doc, f.parts);
+      const vals: any[] = [];
+      for (const v of raw) {
+        if (Array.isArray(v)) {
+          if (v.length === 0) vals.push(undefined);
+          else for (const el of v) vals.push(el);
+        } else vals.push(v);
+      }
+      if (vals.some((v) => v !== undefined)) anyPresent = true;
+      const norm = vals.map((v) => (v === undefined ? null : v));
+      const uniq = norm.length > 1 ? dedupeValues(norm) : norm;
+      if (uniq.length === 1) for (const k of keys) k.push(uniq[0]);
+      else keys = keys.flatMap((k) => uniq.map((v) => [...k, v]));
+    }
+    if (this.spec.sparse && !anyPresent) return [];
+    return keys;
+  }
+
+  add(rid: number, keys: any[][]): void {
+    const list = keys.map((key) => ({ key, rid }));
+    for (const e of list) this.tree.insert(e);
+    if (list.length > 0) this.entries.set(rid, list);
+  }
+
+  remove(rid: number): void {
+    const list = this.entries.get(rid);
+    if (!list) return;
+    for (const e of list) this.tree.remove(e);
+    this.entries.delete(rid);
+  }
+
+  /** A record other than `self` that already holds one of `keys`, for unique enforcement. */
+  findDuplicate(keys: any[][], self: number | undefined): { rid: number; key: any[] } | undefined {
+    const n = this.fields.length;
+    for (const key of keys) {
+      const probe = (e: Entry): number => {
+        for (let i = 0; i < n; i++) {
+          const c = compareValues(e.key[i], key[i]);
+          if (c !== 0) return c * this.fields[i].dir;
+        }
+        return 0;
+      };
+      for (const e of this.tree.scanFrom(probe)) {
+        if (probe(e) !== 0) break;
+        if (e.rid !== self) return { rid: e.rid, key };
+      }
+    }
+    return undefined;
+  }
+
+  clear(): void {
+    this.tree.clear();
+    this.entries.clear();
+  }
+}
+
+function dedupeValues(vals: any[]): any[] {
+  const seen = new Set<string>();
+  const out: any[] = [];
+  for (const v of vals) {
+    const k = canonicalKey(v);
+    if (!seen.has(k)) {
+      seen.add(k);
+      out.push(v);
+    }
+  }
+  return out;
+}
+
+export function indexNameFor(key: Doc): string {
+  return Object.entries(key)
+    .map(([k, v]) => `${k}_${String(v)}`)
+    .join('_');
+}
+
+// ---- query planning ----
+
+type Interval = { rank: number; lo?: any; loInc: boolean; hi?: any; hiInc: boolean };
+type FieldCond = { points?: any[]; range?: Interval };
+
+function isIndexableScalar(v: unknown): boolean {
+  const r = typeRank(v);
+  return r !== 5 && r !== 6 && r !== 12 && !(v instanceof RegExp) && r !== 1 && r !== 13;
+}
+
+/** Equality and range conditions of a conjunctive filter, by path; other conditions are ignored here. */
+function extractConds(filter: Doc, out: Map<string, FieldCond> = new Map()): Map<string, FieldCond> {
+  for (const [path, cond] of Object.entries(filter)) {
+    if (path === '$and' && Array.isArray(cond)) {
+      for (const sub of cond) if (isPlainObject(sub)) extractConds(sub, out);
+      continue;
+    }
+    if (path.startsWith('$')) continue;
+    const fc = out.get(path) ?? {};
+    const opObj = isPlainObject(cond) && Object.keys(cond).length > 0 && Object.keys(cond).every((k) => k.startsWith('$'));
+    if (!opObj) {
+      if (isIndexableScalar(cond)) fc.points = [cond];
+    } else {
+      for (const [op, x] of Object.entries(cond as Doc)) {
+        if (op === '$eq' && isIndexableScalar(x)) fc.points = [x];
+        else if (op === '$in' && Array.isArray(x) && x.length > 0 && x.every(isIndexableScalar)) fc.points ??= x;
+        else if ((op === '$gt' || op === '$gte' || op === '$lt' || op === '$lte') && isIndexableScalar(x) && x !== null) {
+          const rank = typeRank(x);
+          const r: Interval = fc.range && fc.range.rank === rank ? fc.range : { rank, loInc: true, hiInc: true };
+          if (op === '$gt' || op === '$gte') {
+            r.lo = x;
+            r.loInc = op === '$gte';
+          } else {
+            r.hi = x;
+            r.hiInc = op === '$lte';
+          }
+          fc.range = r;
+        }
+      }
+    }
+    if (fc.points || fc.range) out.set(path, fc);
+  }
+  return out;
+}
+
+function inInterval(v: any, r: Interval): boolean {
+  if (typeRank(v) !== r.rank) return false;
+  if (r.lo !== undefined) {
+    const c = compareValues(v, r.lo);
+    if (c < 0 || (c === 0 && !r.loInc)) return false;
+  }
+  if (r.hi !== undefined) {
+    const c = compareValues(v, r.hi);
+    if (c > 0 || (c === 0 && !r.hiInc)) return false;
+  }
+  return true;
+}
+
+function keyMatches(v: any, fc: FieldCond): boolean {
+  if (fc.points && !fc.points.some((p) => (p === null ? v === null : typeRank(v) === typeRank(p) && compareValues(v, p) === 0))) return false;
+  if (fc.range && !inInterval(v, fc.range)) return false;
+  return true;
+}
+
+export type ScanPlan = {
+  index: Index;
+  /** Number of leading index fields fixed by equality. */
+  eqCount: number;
+  prefixes: any[][];
+  range: Interval | undefined;
+  keyFilters: Array<[number, FieldCond]>;
+};
+
+const MAX_PREFIXES = 1000;
+
+function planForConds(indexes: Index[], conds: Map<string, FieldCond>): ScanPlan | undefined {
+  let best: ScanPlan | undefined;
+  let bestScore = 0;
+  for (const index of indexes) {
+    if (!index.ordered || index.spec.sparse || index.spec.partialFilterExpression) continue;
+    let eqCount = 0;
+    let combos = 1;
+    for (const f of index.fields) {
+      const fc = conds.get(f.path);
+      if (!fc?.points) break;
+      combos *= fc.points.length;
+      if (combos > MAX_PREFIXES) break;
+      eqCount++;
+    }
+    const next = index.fields[eqCount];
+    const range = next ? conds.get(next.path)?.range : undefined;
+    if (eqCount === 0 && !range) continue;
+    const complete = eqCount === index.fields.length;
+    const score = eqCount * 4 + (range ? 2 : 0) + (complete && index.spec.unique ? 100 : 0) + (complete ? 1 : 0) - index.fields.length * 0.01;
+    if (score <= bestScore) continue;
+    let prefixes: any[][] = [[]];
+    for (let i = 0; i < eqCount; i++) {
+      const pts = conds.get(index.fields[i].path)!.points!;
+      prefixes = prefixes.flatMap((p) => pts.map((v) => [...p, v]));
+    }
+    const keyFilters: Array<[number, FieldCond]> = [];
+    index.fields.forEach((f, i) => {
+      if (i < eqCount) return;
+      const fc = conds.get(f.path);
+      if (!fc) return;
+      if (i === eqCount) {
+        if (fc.points) keyFilters.push([i, { points: fc.points }]);
+        return;
+      }
+      keyFilters.push([i, fc]);
+    });
+    best = { index, eqCount, prefixes, range, keyFilters };
+    bestScore = score;
+  }
+  return best;
+}
+
+/** Record ids produced by one scan plan, in index order (possibly repeated for multikey documents). */
+function* runPlan(plan: ScanPlan, stats?: QueryStats): Generator<number> {
+  const { index, eqCount, range, keyFilters } = plan;
+  const fields = index.fields;
+  const prefixes = [...plan.prefixes].sort((a, b) => {
+    for (let i = 0; i < a.length; i++) {
+      const c = compareValues(a[i], b[i]) * fields[i].dir;
+      if (c !== 0) return c;
+    }
+    return 0;
+  });
+  const dir = eqCount < fields.length ? fields[eqCount].dir : 1;
+  for (const prefix of prefixes) {
+    const cmpPrefix = (e: Entry): number => {
+      for (let i = 0; i < eqCount; i++) {
+        const c = compareValues(e.key[i], prefix[i]);
+        if (c !== 0) return c * fields[i].dir;
+      }
+      return 0;
+    };
+    // Before/after the range in index order (direction-aware).
+    const before = (v: any): boolean => {
+      if (!range) return false;
+      const r = typeRank(v);
+      if (dir === 1) {
+        if (r !== range.rank) return r < range.rank;
+        if (range.lo === undefined) return false;
+        const c = compareValues(v, range.lo);
+        return c < 0 || (c === 0 && !range.loInc);
+      }
+      if (r !== range.rank) return r > range.rank;
+      if (range.hi === undefined) return false;
+      const c = compareValues(v, range.hi);
+      return c > 0 || (c === 0 && !range.hiInc);
+    };
+    const after = (v: any): boolean => {
+      if (!range) return false;
+      const r = typeRank(v);
+      if (dir === 1) {
+        if (r !== range.rank) return r > range.rank;
+        if (range.hi === undefined) return false;
+        const c = compareValues(v, range.hi);
+        return c > 0 || (c === 0 && !range.hiInc);
+      }
+      if (r !== range.rank) return r < range.rank;
+      if (range.lo === undefined) return false;
+      const c = compareValues(v, range.lo);
+      return c < 0 || (c === 0 && !range.loInc);
+    };
+    const probe = (e: Entry): number => {
+      const c = cmpPrefix(e);
+      if (c !== 0) return c;
+      return before(e.key[eqCount]) ? -1 : 0;
+    };
+    for (const e of index.tree.scanFrom(probe)) {
+      if (stats) stats.keysExamined++;
+      if (cmpPrefix(e) !== 0) break;
+      if (range && after(e.key[eqCount])) break;
+      let ok = true;
+      for (const [i, fc] of keyFilters) {
+        if (!keyMatches(e.key[i], fc)) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok) yield e.rid;
+    }
+  }
+}
+
+export type SortSpec = Array<[string, 1 | -1]>;
+export type QueryStats = { keysExamined: number; docsExamined: number };
+
+export function parseSort(sort: Doc | undefined): SortSpec {
+  if (!sort) return [];
+  return Object.entries(sort)
+    .filter(([, d]) => typeof d === 'number' || typeof d === 'string')
+    .map(([k, d]) => [k, Number(d) === -1 ? -1 : 1]);
+}
+
+/** Sort key of a document for one field: arrays sort by their smallest (asc) or largest (desc) element. */
+function sortValue(doc: Doc, path: string, dir: 1 | -1): any {
+  const v = getPath(doc, path);
+  if (Array.isArray(v)) {
+    if (v.length === 0) return undefined;
+    return v.reduce((m, x) => (compareValues(x, m) * dir < 0 ? x : m));
+  }
+  return v;
+}
+
+export function docComparator(sort: SortSpec): (a: Doc, b: Doc) => number {
+  return (a, b) => {
+    for (const [path, dir] of sort) {
+      const c = compareValues(sortValue(a, path, dir), sortValue(b, path, dir));
+      if (c !== 0) return c * dir;
+    }
+    return 0;
+  };
+}
+
+/** Whether scanning `plan` yields documents already in `sort` order. */
+function planProvidesSort(plan: ScanPlan, sort: SortSpec): boolean {
+  if (sort.length === 0) return true;
+  if (plan.prefixes.length !== 1) return false;
+  const rest = plan.index.fields.slice(plan.eqCount);
+  if (sort.length > rest.length) return false;
+  return sort.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir);
+}
+
+export class Collection {
+  readonly docs = new Map<number, Doc>();
+  readonly indexes: Index[] = [];
+  private nextRid = 1;
+  private readonly idIndex: Index;
+
+  constructor(
+    readonly db: string,
+    readonly name: string,
+    readonly options: Doc = {},
+  ) {
+    this.idIndex = new Index({ v: 2, key: { _id: 1 }, name: '_id_' });
+    this.indexes.push(this.idIndex);
+  }
+
+  get ns(): string {
+    return `${this.db}.${this.name}`;
+  }
+
+  private dupError(index: Index, key: any[]): MongoError {
+    const keyValue: Doc = {};
+    index.fields.forEach((f, i) => (keyValue[f.path] = key[i]));
+    const shown = index.fields.map((f, i) => `${f.path}: ${JSON.stringify(key[i])}`).join(', ');
+    return new MongoError(11000, `E11000 duplicate key error collection: ${this.ns} index: ${index.spec.name} dup key: { ${shown} }`, 'DuplicateKey', {
+      keyPattern: index.spec.key,
+      keyValue,
+    });
+  }
+
+  private computeKeys(doc: Doc, self: number | undefined): any[][][] {
+    const all: any[][][] = [];
+    for (const index of this.indexes) {
+      const keys = index.keysOf(doc);
+      if (index.spec.unique || index === this.idIndex) {
+        const dup = index.findDuplicate(keys, self);
+        if (dup) throw this.dupError(index, dup.key);
+      }
+      all.push(keys);
+    }
+    return all;
+  }
+
+  /** Inserts a document (which must have an _id); throws 11000 on a unique violation. */
+  insert(doc: Doc): number {
+    const keys = this.computeKeys(doc, undefined);
+    const rid = this.nextRid++;
+    this.docs.set(rid, doc);
+    this.indexes.forEach((index, i) => index.add(rid, keys[i]));
+    return rid;
+  }
+
+  replace(rid: number, doc: Doc): void {
+    const keys = this.computeKeys(doc, rid);
+    this.indexes.forEach((index, i) => {
+      index.remove(rid);
+      index.add(rid, keys[i]);
+    });
+    this.docs.set(rid, doc);
+  }
+
+  remove(rid: number): void {
+    for (const index of this.indexes) index.remove(rid);
+    this.docs.delete(rid);
+  }
+
+  findRidById(id: unknown): number | undefined {
+    const dup = this.idIndex.findDuplicate([[id]], undefined);
+    return dup?.rid;
+  }
+
+  addIndex(spec: IndexSpec): void {
+    const index = new Index(spec);
+    const seen: Array<[number, any[][]]> = [];
+    for (const [rid, doc] of this.docs) seen.push([rid, index.keysOf(doc)]);
+    for (const [rid, keys] of seen) {
+      if (spec.unique) {
+        const dup = index.findDuplicate(keys, rid);
+        if (dup) {
+          index.clear();
+          throw this.dupError(index, dup.key);
+        }
+      }
+      index.add(rid, keys);
+    }
+    this.indexes.push(index);
+  }
+
+  dropIndex(name: string): boolean {
+    const i = this.indexes.findIndex((x) => x.spec.name === name);
+    if (i <= 0) return false;
+    this.indexes.splice(i, 1);
+    return true;
+  }
+
+  /**
+   * Record ids of documents matching `filter`, in `sort` order, at most skip+limit of them when a
+   * limit is given. Uses index scans when the filter constrains an indexed prefix, including a union
+   * of scans for a top-level $or.
+   */
+  query(filter: Doc | undefined, opts: { sort?: SortSpec; limit?: number; skip?: number } = {}, stats?: QueryStats): Array<[number, Doc]> {
+    const pred = compileFilter(filter);
+    const sort = opts.sort ?? [];
+    const want = opts.limit && opts.limit > 0 ? opts.limit + (opts.skip ?? 0) : Infinity;
+    const plans = this.plan(filter ?? {});
+    const out: Array<[number, Doc]> = [];
+    const seen = new Set<number>();
+    const take = (rid: number): boolean => {
+      if (seen.has(rid)) return false;
+      seen.add(rid);
+      const doc = this.docs.get(rid);
+      if (stats) stats.docsExamined++;
+      if (doc === undefined || !pred(doc)) return false;
+      out.push([rid, doc]);
+      return true;
+    };
+    if (plans && plans.every((p) => planProvidesSort(p, sort)) && (plans.length === 1 || sort.length > 0)) {
+      if (plans.length === 1) {
+        for (const rid of runPlan(plans[0], stats)) if (take(rid) && out.length >= want) break;
+      } else {
+        this.mergeScans(plans, sort, take, () => out.length >= want, stats);
+      }
+    } else {
+      const source: Iterable<number> = plans ? plans.flatMap((p) => [...runPlan(p, stats)]) : this.docs.keys();
+      for (const rid of source) take(rid);
+      if (sort.length > 0) {
+        const cmp = docComparator(sort);
+        out.sort((a, b) => cmp(a[1], b[1]));
+      }
+    }
+    const skip = opts.skip ?? 0;
+    if (skip > 0 || want !== Infinity) return out.slice(skip, want === Infinity ? undefined : want);
+    return out;
+  }
+
+  /** K-way merge of sorted index scans (each already in `sort` order), stopping once `done()`. */
+  private mergeScans(plans: ScanPlan[], sort: SortSpec, take: (rid: number) => boolean, done: () => boolean, stats?: QueryStats): void {
+    const cmp = docComparator(sort);
+    const iters = plans.map((p) => runPlan(p, stats));
+    const heads: Array<number | undefined> = iters.map((it) => {
+      const r = it.next();
+      return r.done ? undefined : r.value;
+    });
+    for (;;) {
+      let bi = -1;
+      for (let i = 0; i < heads.length; i++) {
+        const h = heads[i];
+        if (h === undefined) continue;
+        if (bi < 0) bi = i;
+        else {
+          const a = this.docs.get(h);
+          const b = this.docs.get(heads[bi]!);
+          if (a && b && cmp(a, b) < 0) bi = i;
+        }
+      }
+      if (bi < 0) return;
+      take(heads[bi]!);
+      if (done()) return;
+      const r = iters[bi].next();
+      heads[bi] = r.done ? undefined : r.value;
+    }
+  }
+
+  /** Index scans that together cover every match of `filter`, or undefined for a collection scan. */
+  plan(filter: Doc): ScanPlan[] | undefined {
+    const conds = extractConds(filter);
+    const direct = planForConds(this.indexes, conds);
+    const ors = Array.isArray(filter.$or) ? (filter.$or as Doc[]) : undefined;
+    if (ors && ors.length > 0 && ors.every(isPlainObject)) {
+      const branchPlans: ScanPlan[] = [];
+      for (const branch of ors) {
+        const merged = extractConds(branch, new Map([...conds].map(([k, v]) => [k, { ...v, range: v.range ? { ...v.range } : undefined }])));
+        const p = planForConds(this.indexes, merged);
+        if (!p) {
+          branchPlans.length = 0;
+          break;
+        }
+        branchPlans.push(p);
+      }
+      const directScore = direct ? direct.eqCount * 4 + (direct.range ? 2 : 0) : 0;
+      const branchScore = Math.min(...branchPlans.map((p) => p.eqCount * 4 + (p.range ? 2 : 0)));
+      if (branchPlans.length > 0 && (!direct || branchScore >= directScore)) {
+        return branchPlans;
+      }
+    }
+    return direct ? [direct] : undefined;
+  }
+
+  allDocs(): Doc[] {
+    return [...this.docs.values()];
+  }
+}

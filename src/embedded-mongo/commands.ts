@@ -1,0 +1,766 @@
+// Command handlers, one per database command the supported clients send. Replies and errors follow
+// mongod's shapes (writeErrors inside write replies, lastErrorObject in findAndModify, Long cursor ids).
+import { BSON, Long, ObjectId, type Timestamp } from 'bson';
+import { Aggregator } from 'mingo';
+import { canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from './bson-order.js';
+import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
+import { Engine, type ChangeEvent, type ChangeStreamState } from './engine.js';
+import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
+import { pathValues } from './matcher.js';
+import { compileProjection } from './projection.js';
+import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
+
+export type CommandContext = { db: string; connectionId: number; startedAt: number };
+type Handler = (engine: Engine, cmd: Doc, ctx: CommandContext) => Doc | Promise<Doc>;
+
+export const MAX_BSON_SIZE = 16 * 1024 * 1024;
+const BATCH_BYTES = MAX_BSON_SIZE - 64 * 1024;
+const DEFAULT_BATCH = 101;
+export const MAX_WIRE_VERSION = 21;
+const VERSION = '7.0.0';
+
+// ---- helpers ----
+
+function collName(cmd: Doc, key: string): string {
+  const v = cmd[key];
+  if (typeof v !== 'string' || v.length === 0) {
+    throw new MongoError(73, `collection name has invalid type ${typeof v}`, 'InvalidNamespace');
+  }
+  return v;
+}
+
+function toBigIntId(v: unknown): bigint {
+  if (typeof v === 'number') return BigInt(v);
+  if (typeof v === 'bigint') return v;
+  if (v instanceof Long) return v.toBigInt();
+  throw new MongoError(14, 'cursor id must be a long', 'TypeMismatch');
+}
+
+/** Takes up to `n` documents from `pos` without exceeding the 16 MB reply budget. */
+function takeBatch(docs: Doc[], pos: number, n: number): Doc[] {
+  const end = Math.min(docs.length, pos + (n > 0 ? n : Number.MAX_SAFE_INTEGER));
+  let bytes = 0;
+  let i = pos;
+  for (; i < end; i++) {
+    bytes += BSON.calculateObjectSize(docs[i]);
+    if (bytes > BATCH_BYTES && i > pos) break;
+  }
+  return docs.slice(pos, i);
+}
+
+function cursorReply(engine: Engine, ns: string, docs: Doc[], batchSize: number | undefined, singleBatch = false): Doc {
+  const first = takeBatch(docs, 0, batchSize ?? DEFAULT_BATCH);
+  const id = singleBatch ? Long.ZERO : engine.openCursor(ns, docs, first.length);
+  return { cursor: { firstBatch: first, id, ns }, ok: 1 };
+}
+
+function writeError(index: number, e: unknown): Doc {
+  if (e instanceof MongoError) return { index, code: e.code, errmsg: e.message, ...e.extra };
+  return { index, code: 1, errmsg: (e as Error).message };
+}
+
+function withIdFirst(doc: Doc): Doc {
+  if (doc._id === undefined) return { _id: new ObjectId(), ...doc };
+  if (Object.keys(doc)[0] === '_id') return doc;
+  const { _id, ...rest } = doc;
+  return { _id, ...rest };
+}
+
+function checkFieldNames(doc: Doc): void {
+  for (const k of Object.keys(doc)) {
+    if (k.startsWith('$')) throw new MongoError(2, `Document can't have $ prefixed field names: ${k}`, 'BadValue');
+  }
+  if (Array.isArray(doc._id)) throw new MongoError(2, "can't use an array for _id", 'BadValue');
+}
+
+/** Builds the document an upsert inserts. */
+function upsertDocument(filter: Doc, update: Doc | Doc[], arrayFilters: Doc[] | undefined): Doc {
+  const seed = seedFromFilter(filter);
+  let doc: Doc;
+  if (!Array.isArray(update) && !isOperatorUpdate(update)) {
+    doc = { ...deepCopy(update) };
+    if (doc._id === undefined && seed._id !== undefined) doc = { _id: seed._id, ...doc };
+  } else {
+    doc = applyUpdate(seed, update, { inserting: true, arrayFilters, filter }).doc;
+  }
+  return withIdFirst(doc);
+}
+
+// ---- handshake and server info ----
+
+function hello(engine: Engine, cmd: Doc, ctx: CommandContext): Doc {
+  return {
+    helloOk: true,
+    ismaster: true,
+    isWritablePrimary: true,
+    maxBsonObjectSize: MAX_BSON_SIZE,
+    maxMessageSizeBytes: 48_000_000,
+    maxWriteBatchSize: 100_000,
+    localTime: new Date(),
+    logicalSessionTimeoutMinutes: 30,
+    connectionId: ctx.connectionId,
+    minWireVersion: 0,
+    maxWireVersion: MAX_WIRE_VERSION,
+    readOnly: false,
+    ok: 1,
+  };
+}
+
+const buildInfo: Handler = () => ({
+  version: VERSION,
+  gitVersion: 'embedded',
+  versionArray: [7, 0, 0, 0],
+  bits: 64,
+  debug: false,
+  maxBsonObjectSize: MAX_BSON_SIZE,
+  storageEngines: ['embedded'],
+  javascriptEngine: 'none',
+  modules: [],
+  ok: 1,
+});
+
+const ok: Handler = () => ({ ok: 1 });
+
+const refuseTransactions = (): never => {
+  throw new MongoError(20, 'Transaction numbers are only allowed on a replica set member or mongos', 'IllegalOperation');
+};
+
+// ---- CRUD ----
+
+const insert: Handler = (engine, cmd, ctx) => {
+  const docs = cmd.documents as Doc[] | undefined;
+  if (!Array.isArray(docs)) throw new MongoError(9, "BSON field 'insert.documents' is missing but a required field", 'FailedToParse');
+  const coll = engine.ensureCollection(ctx.db, collName(cmd, 'insert'));
+  const ordered = cmd.ordered !== false;
+  const writeErrors: Doc[] = [];
+  let n = 0;
+  for (let i = 0; i < docs.length; i++) {
+    try {
+      const doc = withIdFirst(docs[i]);
+      checkFieldNames(doc);
+      engine.insert(coll, doc);
+      n++;
+    } catch (e) {
+      writeErrors.push(writeError(i, e));
+      if (ordered) break;
+    }
+  }
+  return writeErrors.length > 0 ? { n, writeErrors, ok: 1 } : { n, ok: 1 };
+};
+
+function findRows(coll: Collection | undefined, filter: Doc | undefined, sort: Doc | undefined, limit: number | undefined, skip?: number): Array<[number, Doc]> {
+  if (!coll) return [];
+  return coll.query(filter, { sort: parseSort(sort), limit, skip });
+}
+
+const find: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, 'find');
+  const coll = engine.getCollection(ctx.db, name);
+  let limit = typeof cmd.limit === 'number' ? cmd.limit : Number(cmd.limit ?? 0);
+  let singleBatch = cmd.singleBatch === true;
+  if (limit < 0) {
+    limit = -limit;
+    singleBatch = true;
+  }
+  const skip = Number(cmd.skip ?? 0);
+  if (skip < 0) throw new MongoError(51024, 'BSON field \'skip\' value must be >= 0', 'Location51024');
+  const rows = findRows(coll, cmd.filter, cmd.sort, limit || undefined, skip);
+  const project = compileProjection(cmd.projection, cmd.filter);
+  const docs = rows.map(([, d]) => (project ? project(d) : d));
+  let batchSize = cmd.batchSize === undefined ? DEFAULT_BATCH : Number(cmd.batchSize);
+  if (limit > 0 && (batchSize === 0 || batchSize > limit) && cmd.batchSize !== 0) batchSize = limit;
+  if (limit > 0 && docs.length <= batchSize) singleBatch = true;
+  return cursorReply(engine, `${ctx.db}.${name}`, docs, batchSize, singleBatch);
+};
+
+const getMore: Handler = async (engine, cmd, ctx) => {
+  const id = toBigIntId(cmd.getMore);
+  const cursor = engine.cursors.get(id);
+  const ns = `${ctx.db}.${String(cmd.collection)}`;
+  if (!cursor) throw new MongoError(43, `cursor id ${id} not found`, 'CursorNotFound');
+  if (cursor.ns !== ns && !(cursor.kind === 'change' && cursor.ns.endsWith('.$cmd.aggregate'))) {
+    throw new MongoError(13, `Requested getMore on namespace '${ns}', but cursor belongs to a different namespace ${cursor.ns}`, 'Unauthorized');
+  }
+  cursor.lastUsed = Date.now();
+  const batchSize = cmd.batchSize === undefined ? 0 : Number(cmd.batchSize);
+  if (cursor.kind === 'docs') {
+    const batch = takeBatch(cursor.docs, cursor.pos, batchSize);
+    cursor.pos += batch.length;
+    let outId = Long.fromBigInt(id);
+    if (cursor.pos >= cursor.docs.length) {
+      engine.cursors.delete(id);
+      outId = Long.ZERO;
+    }
+    return { cursor: { nextBatch: batch, id: outId, ns: cursor.ns }, ok: 1 };
+  }
+  const stream = cursor.stream;
+  let batch = changeBatch(engine, stream, batchSize);
+  if (batch.length === 0) {
+    const wait = cmd.maxTimeMS === undefined ? 1000 : Number(cmd.maxTimeMS);
+    const deadline = Date.now() + wait;
+    while (batch.length === 0 && Date.now() < deadline && engine.cursors.has(id)) {
+      await engine.waitForEvents(deadline - Date.now());
+      batch = changeBatch(engine, stream, batchSize);
+    }
+  }
+  cursor.lastUsed = Date.now();
+  return {
+    cursor: { nextBatch: batch, id: engine.cursors.has(id) ? Long.fromBigInt(id) : Long.ZERO, ns: cursor.ns, postBatchResumeToken: resumeToken(stream.after) },
+    ok: 1,
+  };
+};
+
+const killCursors: Handler = (engine, cmd) => {
+  const killed: Long[] = [];
+  const notFound: Long[] = [];
+  for (const raw of (cmd.cursors as unknown[]) ?? []) {
+    const id = toBigIntId(raw);
+    if (engine.cursors.delete(id)) killed.push(Long.fromBigInt(id));
+    else notFound.push(Long.fromBigInt(id));
+  }
+  engine.wakeAll();
+  return { cursorsKilled: killed, cursorsNotFound: notFound, cursorsAlive: [], cursorsUnknown: [], ok: 1 };
+};
+
+const update: Handler = (engine, cmd, ctx) => {
+  const updates = cmd.updates as Doc[] | undefined;
+  if (!Array.isArray(updates)) throw new MongoError(9, "BSON field 'update.updates' is missing but a required field", 'FailedToParse');
+  const name = collName(cmd, 'update');
+  const ordered = cmd.ordered !== false;
+  const writeErrors: Doc[] = [];
+  const upserted: Doc[] = [];
+  let n = 0;
+  let nModified = 0;
+  for (let i = 0; i < updates.length; i++) {
+    const spec = updates[i];
+    try {
+      validateUpdate(spec.u);
+      const filter = (spec.q ?? {}) as Doc;
+      const multi = spec.multi === true;
+      if (multi && !Array.isArray(spec.u) && !isOperatorUpdate(spec.u)) {
+        throw new MongoError(9, 'multi update is not supported for replacement-style update', 'FailedToParse');
+      }
+      const coll = engine.getCollection(ctx.db, name);
+      const rows = findRows(coll, filter, spec.sort, multi ? undefined : 1);
+      if (rows.length === 0) {
+        if (spec.upsert) {
+          const target = engine.ensureCollection(ctx.db, name);
+          const doc = upsertDocument(filter, spec.u, spec.arrayFilters);
+          checkFieldNames(doc);
+          engine.insert(target, doc);
+          n++;
+          upserted.push({ index: i, _id: doc._id });
+        }
+        continue;
+      }
+      for (const [rid, before] of rows) {
+        const out = applyUpdate(before, spec.u, { filter, arrayFilters: spec.arrayFilters });
+        n++;
+        if (out.modified) {
+          engine.replace(coll!, rid, before, out.doc, out.description);
+          nModified++;
+        }
+      }
+    } catch (e) {
+      writeErrors.push(writeError(i, e));
+      if (ordered) break;
+    }
+  }
+  const reply: Doc = { n, nModified };
+  if (upserted.length > 0) reply.upserted = upserted;
+  if (writeErrors.length > 0) reply.writeErrors = writeErrors;
+  reply.ok = 1;
+  return reply;
+};
+
+const del: Handler = (engine, cmd, ctx) => {
+  const deletes = cmd.deletes as Doc[] | undefined;
+  if (!Array.isArray(deletes)) throw new MongoError(9, "BSON field 'delete.deletes' is missing but a required field", 'FailedToParse');
+  const coll = engine.getCollection(ctx.db, collName(cmd, 'delete'));
+  const ordered = cmd.ordered !== false;
+  const writeErrors: Doc[] = [];
+  let n = 0;
+  for (let i = 0; i < deletes.length; i++) {
+    try {
+      const spec = deletes[i];
+      const rows = findRows(coll, spec.q ?? {}, undefined, Number(spec.limit ?? 0) === 1 ? 1 : undefined);
+      for (const [rid] of rows) {
+        engine.remove(coll!, rid);
+        n++;
+      }
+    } catch (e) {
+      writeErrors.push(writeError(i, e));
+      if (ordered) break;
+    }
+  }
+  return writeErrors.length > 0 ? { n, writeErrors, ok: 1 } : { n, ok: 1 };
+};
+
+const findAndModify: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, Object.keys(cmd)[0]);
+  const filter = (cmd.query ?? {}) as Doc;
+  const project = compileProjection(cmd.fields, filter);
+  const shape = (d: Doc | null): Doc | null => (d && project ? project(d) : d);
+  const coll = engine.getCollection(ctx.db, name);
+  const [row] = findRows(coll, filter, cmd.sort, 1);
+  if (cmd.remove) {
+    if (cmd.update !== undefined) throw new MongoError(9, 'Cannot specify both an update and remove=true', 'FailedToParse');
+    if (!row) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
+    engine.remove(coll!, row[0]);
+    return { lastErrorObject: { n: 1 }, value: shape(row[1]), ok: 1 };
+  }
+  if (cmd.update === undefined) throw new MongoError(9, 'Either an update or remove=true must be specified', 'FailedToParse');
+  validateUpdate(cmd.update);
+  if (row) {
+    const [rid, before] = row;
+    const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters });
+    if (out.modified) engine.replace(coll!, rid, before, out.doc, out.description);
+    return { lastErrorObject: { n: 1, updatedExisting: true }, value: shape(cmd.new ? out.doc : before), ok: 1 };
+  }
+  if (!cmd.upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
+  const target = engine.ensureCollection(ctx.db, name);
+  const doc = upsertDocument(filter, cmd.update, cmd.arrayFilters);
+  checkFieldNames(doc);
+  engine.insert(target, doc);
+  return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shape(doc) : null, ok: 1 };
+};
+
+const count: Handler = (engine, cmd, ctx) => {
+  const coll = engine.getCollection(ctx.db, collName(cmd, 'count'));
+  if (!coll) return { n: 0, ok: 1 };
+  const query = cmd.query as Doc | undefined;
+  const skip = Number(cmd.skip ?? 0);
+  const limit = Math.abs(Number(cmd.limit ?? 0));
+  let n: number;
+  if ((!query || Object.keys(query).length === 0) && skip === 0 && limit === 0) n = coll.docs.size;
+  else n = coll.query(query, { skip, limit: limit || undefined }).length;
+  return { n, ok: 1 };
+};
+
+const distinct: Handler = (engine, cmd, ctx) => {
+  const coll = engine.getCollection(ctx.db, collName(cmd, 'distinct'));
+  const key = String(cmd.key);
+  const seen = new Set<string>();
+  const values: unknown[] = [];
+  for (const [, doc] of findRows(coll, cmd.query, undefined, undefined)) {
+    for (const v of pathValues(doc, key.split('.'))) {
+      for (const x of Array.isArray(v) ? v : [v]) {
+        if (x === undefined) continue;
+        const k = canonicalKey(x);
+        if (!seen.has(k)) {
+          seen.add(k);
+          values.push(x);
+        }
+      }
+    }
+  }
+  values.sort(compareValues);
+  return { values, ok: 1 };
+};
+
+// ---- aggregation and change streams ----
+
+function resumeToken(seq: number): Doc {
+  return { _data: seq.toString(16).padStart(16, '0').toUpperCase() };
+}
+
+function parseResumeToken(token: unknown): number {
+  const data = isPlainObject(token) ? token._data : undefined;
+  if (typeof data !== 'string' || !/^[0-9A-Fa-f]{1,16}$/.test(data)) {
+    throw new MongoError(9, 'Invalid resume token', 'FailedToParse');
+  }
+  return Number.parseInt(data, 16);
+}
+
+function eventDoc(engine: Engine, e: ChangeEvent, stream: ChangeStreamState): Doc {
+  const out: Doc = {
+    _id: resumeToken(e.seq),
+    operationType: e.operationType,
+    clusterTime: e.clusterTime,
+    wallTime: e.wallTime,
+    ns: { db: e.db, coll: e.coll },
+  };
+  if (e.documentKey) out.documentKey = e.documentKey;
+  if (e.operationType === 'update') {
+    out.updateDescription = { updatedFields: e.updateDescription?.updatedFields ?? {}, removedFields: e.updateDescription?.removedFields ?? [], truncatedArrays: [] };
+    if (stream.fullDocument === 'updateLookup') {
+      const coll = engine.getCollection(e.db, e.coll);
+      const rid = coll?.findRidById(e.documentKey?._id);
+      out.fullDocument = rid === undefined ? null : coll!.docs.get(rid);
+    } else if (stream.fullDocument === 'whenAvailable' || stream.fullDocument === 'required') {
+      out.fullDocument = e.fullDocument ?? null;
+    }
+  } else if (e.fullDocument !== undefined) {
+    out.fullDocument = e.fullDocument;
+  }
+  if (stream.fullDocumentBeforeChange === 'whenAvailable' || stream.fullDocumentBeforeChange === 'required') {
+    if (e.fullDocumentBeforeChange) out.fullDocumentBeforeChange = e.fullDocumentBeforeChange;
+  }
+  return out;
+}
+
+function changeBatch(engine: Engine, stream: ChangeStreamState, batchSize: number): Doc[] {
+  const events = engine.eventsAfter(stream.after);
+  const out: Doc[] = [];
+  for (const e of events) {
+    stream.after = e.seq;
+    if (e.db !== stream.db && stream.db !== 'admin') continue;
+    if (stream.coll !== undefined && e.coll !== stream.coll) continue;
+    if (!stream.showExpanded && e.operationType !== 'insert' && e.operationType !== 'update' && e.operationType !== 'replace' && e.operationType !== 'delete' && e.operationType !== 'drop' && e.operationType !== 'dropDatabase' && e.operationType !== 'rename') continue;
+    const docs = stream.transform([eventDoc(engine, e, stream)]);
+    out.push(...docs);
+    if (batchSize > 0 && out.length >= batchSize) break;
+  }
+  return out;
+}
+
+function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: Doc, rest: Doc[]): Doc {
+  engine.markChangeStreams();
+  const collection = typeof cmd.aggregate === 'string' ? cmd.aggregate : undefined;
+  let after = engine.lastSeq;
+  const token = spec.resumeAfter ?? spec.startAfter;
+  if (token !== undefined) {
+    after = parseResumeToken(token);
+    engine.eventsAfter(after); // throws ChangeStreamHistoryLost when the point is gone
+  } else if (spec.startAtOperationTime) {
+    const ts = spec.startAtOperationTime as Timestamp;
+    const first = engine.events.find((e) => compareValues(e.clusterTime, ts) >= 0);
+    after = first ? first.seq - 1 : engine.lastSeq;
+  }
+  const agg = rest.length > 0 ? new Aggregator(rest, {}) : undefined;
+  const stream: ChangeStreamState = {
+    db: ctx.db,
+    coll: collection,
+    after,
+    fullDocument: String(spec.fullDocument ?? 'default'),
+    fullDocumentBeforeChange: String(spec.fullDocumentBeforeChange ?? 'off'),
+    transform: agg ? (events) => agg.run(events) as Doc[] : (events) => events,
+    showExpanded: spec.showExpandedEvents === true,
+  };
+  const ns = collection ? `${ctx.db}.${collection}` : `${ctx.db}.$cmd.aggregate`;
+  const batchSize = Number(cmd.cursor?.batchSize ?? DEFAULT_BATCH);
+  const firstBatch = batchSize > 0 ? changeBatch(engine, stream, batchSize) : [];
+  const id = engine.openChangeCursor(ns, stream);
+  return { cursor: { firstBatch, id, ns, postBatchResumeToken: resumeToken(stream.after) }, operationTime: engine.clusterTime(), ok: 1 };
+}
+
+const aggregate: Handler = (engine, cmd, ctx) => {
+  const pipeline = cmd.pipeline as Doc[] | undefined;
+  if (!Array.isArray(pipeline)) throw new MongoError(9, "'pipeline' option must be specified as an array", 'FailedToParse');
+  if (cmd.cursor === undefined && !cmd.explain) {
+    throw new MongoError(9, "The 'cursor' option is required, except for aggregate with the explain argument", 'FailedToParse');
+  }
+  const first = pipeline[0];
+  if (first && isPlainObject(first) && '$changeStream' in first) {
+    return openChangeStream(engine, cmd, ctx, first.$changeStream as Doc, pipeline.slice(1));
+  }
+  let stages = pipeline;
+  let source: Doc[];
+  const name = typeof cmd.aggregate === 'string' ? cmd.aggregate : undefined;
+  if (name === undefined) {
+    if (first && ('$currentOp' in first || '$listLocalSessions' in first)) {
+      source = [];
+      stages = pipeline.slice(1);
+    } else if (first && '$documents' in first) {
+      source = deepCopy(first.$documents as Doc[]);
+      stages = pipeline.slice(1);
+    } else {
+      throw new MongoError(73, "{aggregate: 1} is not valid for '$match'; a collection is required.", 'InvalidNamespace');
+    }
+  } else {
+    const coll = engine.getCollection(ctx.db, name);
+    // Push a leading $match (and a following $sort/$limit) down to the planner so indexes serve it.
+    let filter: Doc | undefined;
+    let sort: Doc | undefined;
+    let limit: number | undefined;
+    if (first && '$match' in first && !JSON.stringify(first.$match).includes('$expr')) {
+      filter = first.$match as Doc;
+      stages = stages.slice(1);
+      if (stages[0] && '$sort' in stages[0]) {
+        sort = stages[0].$sort as Doc;
+        stages = stages.slice(1);
+        if (stages[0] && '$limit' in stages[0]) {
+          limit = Number(stages[0].$limit);
+          stages = stages.slice(1);
+        }
+      }
+    }
+    source = findRows(coll, filter, sort, limit).map(([, d]) => deepCopy(d));
+  }
+  let outTarget: string | undefined;
+  const last = stages[stages.length - 1];
+  if (last && '$out' in last) {
+    const o = last.$out;
+    outTarget = typeof o === 'string' ? o : String((o as Doc).coll);
+    stages = stages.slice(0, -1);
+  }
+  const resolver = (coll: string): Doc[] => engine.getCollection(ctx.db, coll)?.allDocs().map(deepCopy) ?? [];
+  const results = stages.length > 0 ? (new Aggregator(stages, { collectionResolver: resolver }).run(source) as Doc[]) : source;
+  if (outTarget) {
+    engine.dropCollection(ctx.db, outTarget);
+    const target = engine.ensureCollection(ctx.db, outTarget);
+    for (const d of results) engine.insert(target, withIdFirst(d));
+    return { cursor: { firstBatch: [], id: Long.ZERO, ns: `${ctx.db}.${name ?? '$cmd.aggregate'}` }, ok: 1 };
+  }
+  if (cmd.explain) return { stages: pipeline, ok: 1 };
+  return cursorReply(engine, `${ctx.db}.${name ?? '$cmd.aggregate'}`, results, cmd.cursor?.batchSize);
+};
+
+// ---- namespaces and indexes ----
+
+function normaliseIndexSpec(raw: Doc): IndexSpec {
+  if (!isPlainObject(raw.key) || Object.keys(raw.key).length === 0) {
+    throw new MongoError(67, 'Index keys cannot be empty.', 'CannotCreateIndex');
+  }
+  const spec: IndexSpec = { v: 2, key: raw.key, name: typeof raw.name === 'string' ? raw.name : indexNameFor(raw.key) };
+  for (const [k, v] of Object.entries(raw)) {
+    if (k === 'key' || k === 'name' || k === 'v' || k === 'background') continue;
+    spec[k] = v;
+  }
+  if (spec.unique === false) delete spec.unique;
+  return spec;
+}
+
+function sameOptions(a: IndexSpec, b: IndexSpec): boolean {
+  const pick = (s: IndexSpec): string =>
+    canonicalKey({ unique: Boolean(s.unique), sparse: Boolean(s.sparse), ttl: s.expireAfterSeconds ?? null, pfe: s.partialFilterExpression ?? null });
+  return pick(a) === pick(b);
+}
+
+const createIndexes: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, 'createIndexes');
+  const specs = cmd.indexes as Doc[] | undefined;
+  if (!Array.isArray(specs) || specs.length === 0) throw new MongoError(9, 'Must specify at least one index to create', 'FailedToParse');
+  const existed = engine.getCollection(ctx.db, name) !== undefined;
+  const coll = engine.ensureCollection(ctx.db, name);
+  const before = coll.indexes.length;
+  for (const raw of specs) {
+    const spec = normaliseIndexSpec(raw);
+    const byName = coll.indexes.find((i) => i.spec.name === spec.name);
+    const sameKey = coll.indexes.find((i) => canonicalKey(i.spec.key) === canonicalKey(spec.key));
+    if (byName) {
+      if (canonicalKey(byName.spec.key) !== canonicalKey(spec.key)) {
+        throw new MongoError(86, `An existing index has the same name as the requested index. Requested index: ${JSON.stringify(spec)}, existing index: ${JSON.stringify(byName.spec)}`, 'IndexKeySpecsConflict');
+      }
+      if (!sameOptions(byName.spec, spec)) {
+        throw new MongoError(85, `An equivalent index already exists with the same name but different options. Requested index: ${JSON.stringify(spec)}, existing index: ${JSON.stringify(byName.spec)}`, 'IndexOptionsConflict');
+      }
+      continue;
+    }
+    if (sameKey && sameOptions(sameKey.spec, spec)) {
+      throw new MongoError(85, `Index already exists with a different name: ${sameKey.spec.name}`, 'IndexOptionsConflict');
+    }
+    engine.createIndex(coll, spec);
+  }
+  const reply: Doc = { numIndexesBefore: before, numIndexesAfter: coll.indexes.length, createdCollectionAutomatically: !existed, ok: 1 };
+  if (before === coll.indexes.length) reply.note = 'all indexes already exist';
+  return reply;
+};
+
+const listIndexes: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, 'listIndexes');
+  const coll = engine.getCollection(ctx.db, name);
+  if (!coll) throw namespaceNotFound(`${ctx.db}.${name}`);
+  return cursorReply(engine, `${ctx.db}.${name}`, coll.indexes.map((i) => ({ ...i.spec })), cmd.cursor?.batchSize);
+};
+
+const dropIndexes: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, Object.keys(cmd)[0]);
+  const coll = engine.getCollection(ctx.db, name);
+  if (!coll) throw namespaceNotFound(`${ctx.db}.${name}`);
+  const was = coll.indexes.length;
+  const target = cmd.index;
+  let names: string[];
+  if (target === '*') names = coll.indexes.slice(1).map((i) => i.spec.name);
+  else if (typeof target === 'string') names = [target];
+  else if (Array.isArray(target)) names = target.map(String);
+  else if (isPlainObject(target)) {
+    const found = coll.indexes.find((i) => canonicalKey(i.spec.key) === canonicalKey(target));
+    if (!found) throw new MongoError(27, `can't find index with key: ${JSON.stringify(target)}`, 'IndexNotFound');
+    names = [found.spec.name];
+  } else throw new MongoError(9, 'index must be a string, array or object', 'FailedToParse');
+  for (const n of names) {
+    if (n === '_id_') throw new MongoError(72, 'cannot drop _id index', 'InvalidOptions');
+    if (!coll.indexes.some((i) => i.spec.name === n)) throw new MongoError(27, `index not found with name [${n}]`, 'IndexNotFound');
+  }
+  for (const n of names) engine.dropIndex(coll, n);
+  return { nIndexesWas: was, ok: 1 };
+};
+
+const create: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, 'create');
+  if (engine.getCollection(ctx.db, name)) throw new MongoError(48, `Collection ${ctx.db}.${name} already exists.`, 'NamespaceExists');
+  const { create: _c, $db: _d, lsid: _l, $clusterTime: _t, writeConcern: _w, ...opts } = cmd;
+  engine.ensureCollection(ctx.db, name, opts);
+  return { ok: 1 };
+};
+
+const drop: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, 'drop');
+  const coll = engine.getCollection(ctx.db, name);
+  if (!coll) throw namespaceNotFound(`${ctx.db}.${name}`);
+  const was = coll.indexes.length;
+  engine.dropCollection(ctx.db, name);
+  return { nIndexesWas: was, ns: `${ctx.db}.${name}`, ok: 1 };
+};
+
+const listCollections: Handler = (engine, cmd, ctx) => {
+  const colls = [...(engine.dbs.get(ctx.db)?.values() ?? [])];
+  let docs: Doc[] = colls.map((c) => ({
+    name: c.name,
+    type: 'collection',
+    options: c.options,
+    info: { readOnly: false, uuid: engine.uuids.get(c.ns) },
+    idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
+  }));
+  if (cmd.filter && Object.keys(cmd.filter).length > 0) {
+    const pred = new Aggregator([{ $match: cmd.filter }], {});
+    docs = pred.run(docs) as Doc[];
+  }
+  if (cmd.nameOnly) docs = docs.map((d) => ({ name: d.name, type: d.type }));
+  return cursorReply(engine, `${ctx.db}.$cmd.listCollections`, docs, cmd.cursor?.batchSize);
+};
+
+function approxSize(engine: Engine, db: string): number {
+  let n = 0;
+  for (const c of engine.dbs.get(db)?.values() ?? []) n += c.docs.size * 256;
+  return n;
+}
+
+const listDatabases: Handler = (engine, cmd) => {
+  const databases = [...engine.dbs.keys()].map((name) => ({ name, sizeOnDisk: approxSize(engine, name), empty: false }));
+  if (cmd.nameOnly) return { databases: databases.map((d) => ({ name: d.name })), ok: 1 };
+  const totalSize = databases.reduce((s, d) => s + d.sizeOnDisk, 0);
+  return { databases, totalSize, totalSizeMb: Math.round(totalSize / 1048576), ok: 1 };
+};
+
+const dropDatabase: Handler = (engine, _cmd, ctx) => {
+  engine.dropDatabase(ctx.db);
+  return { dropped: ctx.db, ok: 1 };
+};
+
+const renameCollection: Handler = (engine, cmd) => {
+  const split = (ns: string): [string, string] => {
+    const i = ns.indexOf('.');
+    return [ns.slice(0, i), ns.slice(i + 1)];
+  };
+  const [fromDb, from] = split(String(cmd.renameCollection));
+  const [toDb, to] = split(String(cmd.to));
+  engine.renameCollection(fromDb, from, toDb, to, cmd.dropTarget === true);
+  return { ok: 1 };
+};
+
+const collStats: Handler = (engine, cmd, ctx) => {
+  const name = collName(cmd, 'collStats');
+  const coll = engine.getCollection(ctx.db, name);
+  if (!coll) throw namespaceNotFound(`${ctx.db}.${name}`);
+  return { ns: coll.ns, count: coll.docs.size, size: coll.docs.size * 256, nindexes: coll.indexes.length, ok: 1 };
+};
+
+const dbStats: Handler = (engine, _cmd, ctx) => {
+  const colls = [...(engine.dbs.get(ctx.db)?.values() ?? [])];
+  const objects = colls.reduce((s, c) => s + c.docs.size, 0);
+  return { db: ctx.db, collections: colls.length, views: 0, objects, dataSize: objects * 256, indexes: colls.reduce((s, c) => s + c.indexes.length, 0), ok: 1 };
+};
+
+const explain: Handler = (engine, cmd, ctx) => {
+  const inner = cmd.explain as Doc;
+  const verb = Object.keys(inner)[0];
+  const name = String(inner[verb]);
+  const coll = engine.getCollection(ctx.db, name);
+  const filter = (verb === 'find' ? inner.filter : verb === 'findAndModify' || verb === 'count' ? inner.query : inner.updates?.[0]?.q ?? inner.deletes?.[0]?.q ?? inner.pipeline?.[0]?.$match) as Doc | undefined;
+  const plans = coll?.plan(filter ?? {});
+  const stats = { keysExamined: 0, docsExamined: 0 };
+  const rows = coll ? coll.query(filter, { sort: parseSort(inner.sort) }, stats) : [];
+  const scan = (p: NonNullable<typeof plans>[number]): Doc => ({ stage: 'IXSCAN', indexName: p.index.spec.name, keyPattern: p.index.spec.key });
+  const winningPlan = !plans
+    ? { stage: 'COLLSCAN' }
+    : plans.length === 1
+      ? { stage: 'FETCH', inputStage: scan(plans[0]) }
+      : { stage: 'FETCH', inputStage: { stage: 'OR', inputStages: plans.map(scan) } };
+  return {
+    queryPlanner: { namespace: `${ctx.db}.${name}`, winningPlan, rejectedPlans: [] },
+    executionStats: { nReturned: rows.length, totalKeysExamined: stats.keysExamined, totalDocsExamined: stats.docsExamined, executionSuccess: true },
+    ok: 1,
+  };
+};
+
+const serverStatus: Handler = (engine, _cmd, ctx) => ({
+  host: 'localhost',
+  version: VERSION,
+  process: 'embedded-mongo',
+  pid: Long.fromNumber(process.pid),
+  uptime: Math.floor((Date.now() - ctx.startedAt) / 1000),
+  localTime: new Date(),
+  connections: { current: 0, available: 1000 },
+  storageEngine: { name: 'embedded' },
+  ok: 1,
+});
+
+export const COMMANDS: Record<string, Handler> = {
+  hello,
+  ismaster: hello,
+  isMaster: hello,
+  ping: ok,
+  buildInfo,
+  buildinfo: buildInfo,
+  endSessions: ok,
+  killAllSessions: ok,
+  killSessions: ok,
+  refreshSessions: ok,
+  startSession: () => ({ id: { id: new ObjectId() }, timeoutMinutes: 30, ok: 1 }),
+  commitTransaction: refuseTransactions,
+  abortTransaction: refuseTransactions,
+  getParameter: () => ({ featureCompatibilityVersion: { version: '7.0' }, ok: 1 }),
+  setParameter: () => ({ was: null, ok: 1 }),
+  getCmdLineOpts: () => ({ argv: ['embedded-mongo'], parsed: {}, ok: 1 }),
+  hostInfo: () => ({ system: { hostname: 'localhost', numCores: 1 }, os: { type: process.platform }, ok: 1 }),
+  whatsmyuri: () => ({ you: '127.0.0.1:0', ok: 1 }),
+  connectionStatus: () => ({ authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] }, ok: 1 }),
+  serverStatus,
+  getLog: () => ({ totalLinesWritten: 0, log: [], ok: 1 }),
+  currentOp: () => ({ inprog: [], ok: 1 }),
+  fsync: () => ({ numFiles: 1, ok: 1 }),
+  listCommands: () => ({ commands: Object.fromEntries(Object.keys(COMMANDS).map((k) => [k, {}])), ok: 1 }),
+  insert,
+  find,
+  getMore,
+  killCursors,
+  update,
+  delete: del,
+  findAndModify,
+  findandmodify: findAndModify,
+  aggregate,
+  count,
+  distinct,
+  createIndexes,
+  listIndexes,
+  dropIndexes,
+  deleteIndexes: dropIndexes,
+  create,
+  drop,
+  listCollections,
+  listDatabases,
+  dropDatabase,
+  renameCollection,
+  collStats,
+  dbStats,
+  explain,
+};
+
+/** Runs one command; errors come back as mongod-shaped `ok: 0` replies. */
+export async function runCommand(engine: Engine, body: Doc, ctx: CommandContext): Promise<Doc> {
+  const name = Object.keys(body)[0];
+  try {
+    if (body.txnNumber !== undefined || body.startTransaction !== undefined || body.autocommit !== undefined) refuseTransactions();
+    const handler = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
+    if (!handler) throw commandNotFound(name);
+    const result = handler(engine, body, ctx);
+    return result instanceof Promise ? await result : result;
+  } catch (e) {
+    if (e instanceof MongoError) return e.toReply();
+    return { ok: 0, errmsg: (e as Error).message ?? String(e), code: 1, codeName: 'InternalError' };
+  } finally {
+    engine.commit();
+  }
+}

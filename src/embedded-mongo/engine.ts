@@ -1,0 +1,362 @@
+// The storage engine: databases and collections, every mutation (journaled and published as a change
+// event), and the cursor registry. Commands run synchronously against it, so each command is atomic.
+import { Long, ObjectId, Timestamp, type UUID } from 'bson';
+import { UUID as BsonUUID } from 'bson';
+import { deepCopy, type Doc } from './bson-order.js';
+import { Collection, type IndexSpec } from './collection.js';
+import { MongoError } from './errors.js';
+import { Journal, type JournalRecord } from './journal.js';
+import type { UpdateDescription } from './update.js';
+
+export type ChangeEvent = {
+  seq: number;
+  db: string;
+  coll: string;
+  operationType: 'insert' | 'update' | 'replace' | 'delete' | 'drop' | 'dropDatabase' | 'rename' | 'invalidate';
+  documentKey?: Doc;
+  fullDocument?: Doc;
+  fullDocumentBeforeChange?: Doc;
+  updateDescription?: UpdateDescription;
+  clusterTime: Timestamp;
+  wallTime: Date;
+};
+
+export type Cursor = {
+  id: bigint;
+  ns: string;
+  lastUsed: number;
+} & (
+  | { kind: 'docs'; docs: Doc[]; pos: number }
+  | { kind: 'change'; stream: ChangeStreamState }
+);
+
+export type ChangeStreamState = {
+  db: string;
+  coll: string | undefined;
+  /** Last event sequence delivered (or resumed from). */
+  after: number;
+  fullDocument: string;
+  fullDocumentBeforeChange: string;
+  transform: (events: Doc[]) => Doc[];
+  showExpanded: boolean;
+};
+
+const EVENT_RETENTION = 50_000;
+
+export class Engine {
+  readonly dbs = new Map<string, Map<string, Collection>>();
+  readonly uuids = new Map<string, UUID>();
+  readonly cursors = new Map<bigint, Cursor>();
+  private nextCursorId = BigInt(Date.now() % 1_000_000) * 1000n + 1n;
+  readonly events: ChangeEvent[] = [];
+  private seq = 0;
+  private readonly waiters = new Set<() => void>();
+  private pending: JournalRecord[] = [];
+  private readonly journal: Journal | undefined;
+  private replaying = false;
+  private clusterSecs = Math.floor(Date.now() / 1000);
+  private clusterInc = 0;
+
+  constructor(dbPath?: string) {
+    if (dbPath) {
+      this.journal = new Journal(dbPath);
+      this.replaying = true;
+      for (const r of this.journal.load()) this.replay(r);
+      this.replaying = false;
+      this.journal.compact(this.snapshotRecords());
+    }
+  }
+
+  // ---- namespaces ----
+
+  getCollection(db: string, name: string): Collection | undefined {
+    return this.dbs.get(db)?.get(name);
+  }
+
+  /** The collection, created implicitly (as mongod does on first write) when missing. */
+  ensureCollection(db: string, name: string, opts: Doc = {}): Collection {
+    const existing = this.getCollection(db, name);
+    if (existing) return existing;
+    validateCollectionName(name);
+    let colls = this.dbs.get(db);
+    if (!colls) {
+      colls = new Map();
+      this.dbs.set(db, colls);
+    }
+    const coll = new Collection(db, name, opts);
+    colls.set(name, coll);
+    this.uuids.set(coll.ns, new BsonUUID());
+    this.log({ o: 'cc', ns: coll.ns, opts });
+    return coll;
+  }
+
+  dropCollection(db: string, name: string): boolean {
+    const colls = this.dbs.get(db);
+    const coll = colls?.get(name);
+    if (!colls || !coll) return false;
+    colls.delete(name);
+    this.uuids.delete(coll.ns);
+    if (colls.size === 0) this.dbs.delete(db);
+    this.log({ o: 'dc', ns: coll.ns });
+    this.emit({ db, coll: name, operationType: 'drop' });
+    return true;
+  }
+
+  dropDatabase(db: string): void {
+    const colls = this.dbs.get(db);
+    if (!colls) return;
+    for (const name of [...colls.keys()]) this.dropCollection(db, name);
+    this.dbs.delete(db);
+    this.log({ o: 'dd', db });
+  }
+
+  renameCollection(fromDb: string, from: string, toDb: string, to: string, dropTarget: boolean): void {
+    const src = this.getCollection(fromDb, from);
+    if (!src) throw new MongoError(26, 'source namespace does not exist', 'NamespaceNotFound');
+    if (this.getCollection(toDb, to)) {
+      if (!dropTarget) throw new MongoError(48, 'target namespace exists', 'NamespaceExists');
+      this.dropCollection(toDb, to);
+    }
+    const target = this.ensureCollection(toDb, to, src.options);
+    for (const index of src.indexes.slice(1)) this.createIndex(target, { ...index.spec });
+    for (const doc of src.docs.values()) this.insert(target, doc);
+    this.dropCollection(fromDb, from);
+  }
+
+  // ---- documents ----
+
+  insert(coll: Collection, doc: Doc): void {
+    coll.insert(doc);
+    this.log({ o: 'ins', ns: coll.ns, d: doc });
+    this.emit({ db: coll.db, coll: coll.name, operationType: 'insert', documentKey: { _id: doc._id }, fullDocument: doc });
+  }
+
+  replace(coll: Collection, rid: number, before: Doc, doc: Doc, description: UpdateDescription | undefined): void {
+    coll.replace(rid, doc);
+    this.log({ o: 'rep', ns: coll.ns, d: doc });
+    this.emit({
+      db: coll.db,
+      coll: coll.name,
+      operationType: description ? 'update' : 'replace',
+      documentKey: { _id: doc._id },
+      fullDocument: description ? undefined : doc,
+      fullDocumentBeforeChange: before,
+      updateDescription: description,
+    });
+  }
+
+  remove(coll: Collection, rid: number): void {
+    const doc = coll.docs.get(rid);
+    if (!doc) return;
+    coll.remove(rid);
+    this.log({ o: 'del', ns: coll.ns, id: doc._id });
+    this.emit({ db: coll.db, coll: coll.name, operationType: 'delete', documentKey: { _id: doc._id }, fullDocumentBeforeChange: doc });
+  }
+
+  createIndex(coll: Collection, spec: IndexSpec): void {
+    coll.addIndex(spec);
+    this.log({ o: 'ci', ns: coll.ns, spec });
+  }
+
+  dropIndex(coll: Collection, name: string): boolean {
+    const ok = coll.dropIndex(name);
+    if (ok) this.log({ o: 'di', ns: coll.ns, name });
+    return ok;
+  }
+
+  // ---- journal ----
+
+  private log(r: JournalRecord): void {
+    if (this.journal && !this.replaying) this.pending.push(r);
+  }
+
+  /** Makes the current command's writes durable and wakes change-stream readers; call before replying. */
+  commit(): void {
+    if (this.pending.length > 0) {
+      const records = this.pending;
+      this.pending = [];
+      this.journal?.append(records);
+    }
+    if (this.waiters.size > 0 && this.notifyDue) {
+      this.notifyDue = false;
+      for (const w of [...this.waiters]) w();
+    }
+  }
+
+  private notifyDue = false;
+
+  private replay(r: JournalRecord): void {
+    const split = (ns: string): [string, string] => {
+      const i = ns.indexOf('.');
+      return [ns.slice(0, i), ns.slice(i + 1)];
+    };
+    switch (r.o) {
+      case 'cc': {
+        const [db, name] = split(r.ns);
+        this.ensureCollection(db, name, r.opts);
+        break;
+      }
+      case 'dc': {
+        const [db, name] = split(r.ns);
+        this.dropCollection(db, name);
+        break;
+      }
+      case 'dd':
+        this.dropDatabase(r.db);
+        break;
+      case 'ci': {
+        const [db, name] = split(r.ns);
+        const coll = this.ensureCollection(db, name);
+        if (!coll.indexes.some((i) => i.spec.name === r.spec.name)) coll.addIndex(r.spec as IndexSpec);
+        break;
+      }
+      case 'di': {
+        const [db, name] = split(r.ns);
+        this.getCollection(db, name)?.dropIndex(r.name);
+        break;
+      }
+      case 'ins': {
+        const [db, name] = split(r.ns);
+        this.ensureCollection(db, name).insert(r.d);
+        break;
+      }
+      case 'rep': {
+        const [db, name] = split(r.ns);
+        const coll = this.ensureCollection(db, name);
+        const rid = coll.findRidById(r.d._id);
+        if (rid !== undefined) coll.replace(rid, r.d);
+        break;
+      }
+      case 'del': {
+        const [db, name] = split(r.ns);
+        const coll = this.getCollection(db, name);
+        const rid = coll?.findRidById(r.id);
+        if (coll && rid !== undefined) coll.remove(rid);
+        break;
+      }
+      case 'rn':
+        break;
+    }
+  }
+
+  private *snapshotRecords(): Generator<JournalRecord> {
+    for (const colls of this.dbs.values()) {
+      for (const coll of colls.values()) {
+        yield { o: 'cc', ns: coll.ns, opts: coll.options };
+        for (const index of coll.indexes.slice(1)) yield { o: 'ci', ns: coll.ns, spec: index.spec };
+        for (const d of coll.docs.values()) yield { o: 'ins', ns: coll.ns, d };
+      }
+    }
+  }
+
+  close(): void {
+    this.commit();
+    this.journal?.close();
+  }
+
+  // ---- change events ----
+
+  clusterTime(): Timestamp {
+    const now = Math.floor(Date.now() / 1000);
+    if (now > this.clusterSecs) {
+      this.clusterSecs = now;
+      this.clusterInc = 0;
+    }
+    return new Timestamp({ t: this.clusterSecs, i: ++this.clusterInc });
+  }
+
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  private emit(e: Omit<ChangeEvent, 'seq' | 'clusterTime' | 'wallTime'>): void {
+    if (this.replaying) return;
+    // Without an open change stream nobody can ask for history older than "now", so keep none.
+    if (!this.hasChangeStreams()) {
+      this.seq++;
+      return;
+    }
+    this.events.push({ ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date() });
+    if (this.events.length > EVENT_RETENTION) this.events.splice(0, this.events.length - EVENT_RETENTION);
+    this.notifyDue = true;
+  }
+
+  private changeStreamsOpened = false;
+
+  /** Event history is only recorded once a change stream has been opened (saves memory otherwise). */
+  markChangeStreams(): void {
+    this.changeStreamsOpened = true;
+  }
+
+  private hasChangeStreams(): boolean {
+    return this.changeStreamsOpened;
+  }
+
+  /** Events after `seq`; throws ChangeStreamHistoryLost when they are no longer retained. */
+  eventsAfter(seq: number): ChangeEvent[] {
+    if (seq >= this.seq) return [];
+    const first = this.events[0];
+    if (!first || first.seq > seq + 1) {
+      throw new MongoError(286, 'Resume of change stream was not possible, as the resume point may no longer be in the oplog.', 'ChangeStreamHistoryLost');
+    }
+    let lo = 0;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.events[mid].seq <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return this.events.slice(lo);
+  }
+
+  waitForEvents(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  wakeAll(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  // ---- cursors ----
+
+  openCursor(ns: string, docs: Doc[], pos: number): Long {
+    if (pos >= docs.length) return Long.ZERO;
+    const id = this.nextCursorId++;
+    this.cursors.set(id, { id, ns, kind: 'docs', docs, pos, lastUsed: Date.now() });
+    return Long.fromBigInt(id);
+  }
+
+  openChangeCursor(ns: string, stream: ChangeStreamState): Long {
+    const id = this.nextCursorId++;
+    this.cursors.set(id, { id, ns, kind: 'change', stream, lastUsed: Date.now() });
+    return Long.fromBigInt(id);
+  }
+
+  /** Drops cursors idle for longer than mongod's default cursor timeout (10 minutes). */
+  reapCursors(now = Date.now()): void {
+    for (const [id, c] of this.cursors) if (now - c.lastUsed > 10 * 60_000) this.cursors.delete(id);
+  }
+
+  /** Copy a stored document before handing it to code that may mutate it (aggregation stages). */
+  static copy(doc: Doc): Doc {
+    return deepCopy(doc);
+  }
+}
+
+export function newObjectId(): ObjectId {
+  return new ObjectId();
+}
+
+export function validateCollectionName(name: string): void {
+  if (!name || name.includes('$') || name.startsWith('.') || name.includes('\0')) {
+    throw new MongoError(73, `Invalid collection name: ${name}`, 'InvalidNamespace');
+  }
+}

@@ -1,0 +1,19 @@
+// Embedded MongoDB-compatible server for tests and local development (production uses a real MongoDB
+// through MONGODB_URI). Speaks the wire protocol to the official driver, mongoose, Agenda and GridFS.
+import { EmbeddedServer } from './server.js';
+
+export type EmbeddedMongo = { uri: string; port: number; stop(): Promise<void> };
+
+export type EmbeddedMongoOptions = { port?: number; host?: string; dbPath?: string };
+
+export async function startEmbeddedMongo(opts: EmbeddedMongoOptions = {}): Promise<EmbeddedMongo> {
+  const host = opts.host ?? '127.0.0.1';
+  const server = new EmbeddedServer({ port: opts.port ?? 0, host, dbPath: opts.dbPath });
+  const port = await server.listen();
+  let stopping: Promise<void> | undefined;
+  return {
+    uri: `mongodb://${host}:${port}/`,
+    port,
+    stop: () => (stopping ??= server.close()),
+  };
+}

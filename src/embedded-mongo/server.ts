@@ -1,0 +1,112 @@
+// TCP listener: frames messages, runs commands one at a time per connection in arrival order, and
+// replies with OP_MSG (or OP_REPLY for legacy OP_QUERY handshakes).
+import net from 'node:net';
+import type { Doc } from './bson-order.js';
+import { runCommand, type CommandContext } from './commands.js';
+import { Engine } from './engine.js';
+import { MessageReader, encodeMsg, encodeReply, parseMessage } from './wire.js';
+
+export type ServerOptions = { port: number; host: string; dbPath?: string; ttlIntervalMs?: number };
+
+export class EmbeddedServer {
+  readonly engine: Engine;
+  private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  private nextConnectionId = 1;
+  private readonly startedAt = Date.now();
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(private readonly opts: ServerOptions) {
+    this.engine = new Engine(opts.dbPath);
+    this.server = net.createServer((socket) => this.accept(socket));
+  }
+
+  async listen(): Promise<number> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    const ttl = setInterval(() => this.sweepExpired(), this.opts.ttlIntervalMs ?? 1000);
+    const reap = setInterval(() => this.engine.reapCursors(), 60_000);
+    ttl.unref();
+    reap.unref();
+    this.timers.push(ttl, reap);
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  private accept(socket: net.Socket): void {
+    socket.setNoDelay(true);
+    this.sockets.add(socket);
+    const reader = new MessageReader();
+    const ctx: CommandContext = { db: 'admin', connectionId: this.nextConnectionId++, startedAt: this.startedAt };
+    // Requests on one connection are answered in order; a waiting getMore holds the ones behind it,
+    // as mongod does (drivers never pipeline on a connection anyway).
+    let queue: Promise<void> = Promise.resolve();
+    socket.on('data', (data) => {
+      let messages: Buffer[];
+      try {
+        messages = reader.push(data);
+      } catch {
+        socket.destroy();
+        return;
+      }
+      for (const m of messages) queue = queue.then(() => this.handle(socket, m, ctx));
+    });
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  }
+
+  private async handle(socket: net.Socket, message: Buffer, ctx: CommandContext): Promise<void> {
+    let req;
+    try {
+      req = parseMessage(message);
+    } catch {
+      socket.destroy();
+      return;
+    }
+    if (req.kind === 'query') {
+      const db = req.collection.split('.')[0];
+      const reply = await runCommand(this.engine, req.body, { ...ctx, db });
+      if (!socket.destroyed) socket.write(encodeReply(req.requestId, reply));
+      return;
+    }
+    const body: Doc = req.body;
+    const db = typeof body.$db === 'string' ? body.$db : 'admin';
+    const reply = await runCommand(this.engine, body, { ...ctx, db });
+    if (!req.moreToCome && !socket.destroyed) socket.write(encodeMsg(req.requestId, reply));
+  }
+
+  /** Removes documents whose TTL index date is older than expireAfterSeconds (mongod's TTL monitor). */
+  sweepExpired(now = Date.now()): number {
+    let removed = 0;
+    for (const colls of this.engine.dbs.values()) {
+      for (const coll of colls.values()) {
+        for (const index of coll.indexes) {
+          const ttl = index.spec.expireAfterSeconds;
+          if (typeof ttl !== 'number' || index.fields.length !== 1) continue;
+          const cutoff = new Date(now - ttl * 1000);
+          const rows = coll.query({ [index.fields[0].path]: { $lte: cutoff } });
+          for (const [rid] of rows) {
+            this.engine.remove(coll, rid);
+            removed++;
+          }
+        }
+      }
+    }
+    this.engine.commit();
+    return removed;
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    this.engine.wakeAll();
+    await closed;
+    this.engine.close();
+  }
+}

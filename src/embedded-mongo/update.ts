@@ -1,0 +1,289 @@
+// Applying update documents. The operators almost every write uses ($set, $unset, $inc, $push,
+// $pull, $addToSet, $min, $max, $currentDate on plain dotted paths) run here directly, because mingo's
+// update entry point costs ~200 µs per call; positional paths, $[<id>] with arrayFilters and the rarer
+// operators go to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
+import { update as mingoUpdate, Aggregator } from 'mingo';
+import { compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
+import { compileFilter } from './matcher.js';
+import { MongoError } from './errors.js';
+
+export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
+export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDescription | undefined };
+
+const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul']);
+
+export function isOperatorUpdate(u: Doc): boolean {
+  const keys = Object.keys(u);
+  return keys.length > 0 && keys[0].startsWith('$');
+}
+
+export function validateUpdate(u: unknown): void {
+  if (Array.isArray(u)) return;
+  if (!isPlainObject(u)) throw new MongoError(9, 'Update document must be an object', 'FailedToParse');
+  const keys = Object.keys(u);
+  const ops = keys.filter((k) => k.startsWith('$'));
+  if (ops.length > 0 && ops.length !== keys.length) {
+    throw new MongoError(9, 'Update document cannot mix operators and fields', 'FailedToParse');
+  }
+  for (const op of ops) {
+    if (!isPlainObject(u[op])) throw new MongoError(9, `Modifiers operate on fields but we found type ${typeof u[op]} instead`, 'FailedToParse');
+  }
+}
+
+function setPath(doc: Doc, path: string, value: any): void {
+  const parts = path.split('.');
+  let cur: any = doc;
+  for (let i = 0; i < parts.length - 1; i++) {
+    const p = parts[i];
+    let next = cur[p];
+    if (next === undefined || next === null) {
+      next = {};
+      cur[p] = next;
+    } else if (typeof next !== 'object' || next instanceof Date || next._bsontype !== undefined) {
+      throw new MongoError(28, `Cannot create field '${parts[i + 1]}' in element {${p}: ${String(next)}}`, 'PathNotViable');
+    }
+    cur = next;
+  }
+  const last = parts[parts.length - 1];
+  if (Array.isArray(cur) && /^\d+$/.test(last)) {
+    const idx = Number(last);
+    while (cur.length < idx) cur.push(null);
+  }
+  cur[last] = value;
+}
+
+function getParentAndKey(doc: Doc, path: string): [any, string] | undefined {
+  const parts = path.split('.');
+  let cur: any = doc;
+  for (let i = 0; i < parts.length - 1; i++) {
+    cur = cur?.[parts[i]];
+    if (cur === null || typeof cur !== 'object') return undefined;
+  }
+  return [cur, parts[parts.length - 1]];
+}
+
+function readPath(doc: Doc, path: string): any {
+  const pk = getParentAndKey(doc, path);
+  return pk ? pk[0][pk[1]] : undefined;
+}
+
+function unsetPath(doc: Doc, path: string): boolean {
+  const pk = getParentAndKey(doc, path);
+  if (!pk) return false;
+  const [parent, key] = pk;
+  if (!(key in parent)) return false;
+  if (Array.isArray(parent)) parent[Number(key)] = null;
+  else delete parent[key];
+  return true;
+}
+
+function isNumeric(v: unknown): boolean {
+  return typeRank(v) === 3;
+}
+
+function addNumbers(a: any, b: any): any {
+  if (typeof a === 'number' && typeof b === 'number') return a + b;
+  if (a?._bsontype === 'Long' || b?._bsontype === 'Long') {
+    const r = toNumber(a) + toNumber(b);
+    return r;
+  }
+  return toNumber(a) + toNumber(b);
+}
+
+function canFastPath(u: Doc): boolean {
+  for (const [op, fields] of Object.entries(u)) {
+    if (!FAST_OPS.has(op)) return false;
+    for (const [path, v] of Object.entries(fields as Doc)) {
+      if (path.includes('$')) return false;
+      if (op === '$push' || op === '$addToSet') {
+        if (isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && k !== '$each')) return false;
+      }
+    }
+  }
+  return true;
+}
+
+function checkConflicts(u: Doc): void {
+  const seen: string[] = [];
+  for (const [op, fields] of Object.entries(u)) {
+    if (op === '$setOnInsert') continue;
+    for (const path of Object.keys(fields as Doc)) {
+      for (const other of seen) {
+        if (other === path || other.startsWith(path + '.') || path.startsWith(other + '.')) {
+          throw new MongoError(40, `Updating the path '${path}' would create a conflict at '${other}'`, 'ConflictingUpdateOperators');
+        }
+      }
+      seen.push(path);
+    }
+  }
+}
+
+function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, removed: Set<string>): void {
+  for (const [op, fields] of Object.entries(u)) {
+    for (const [path, v] of Object.entries(fields as Doc)) {
+      switch (op) {
+        case '$setOnInsert':
+          if (!inserting) break;
+          setPath(doc, path, deepCopy(v));
+          updated.add(path);
+          break;
+        case '$set':
+          setPath(doc, path, deepCopy(v));
+          updated.add(path);
+          break;
+        case '$unset':
+          if (unsetPath(doc, path)) removed.add(path);
+          break;
+        case '$inc':
+        case '$mul': {
+          if (!isNumeric(v)) throw new MongoError(14, `Cannot ${op === '$inc' ? 'increment' : 'multiply'} with non-numeric argument: {${path}: ${String(v)}}`, 'TypeMismatch');
+          const cur = readPath(doc, path);
+          if (cur !== undefined && cur !== null && !isNumeric(cur)) {
+            throw new MongoError(14, `Cannot apply ${op} to a value of non-numeric type. {_id: ${String(doc._id)}} has the field '${path}' of non-numeric type ${typeof cur}`, 'TypeMismatch');
+          }
+          if (cur === null) throw new MongoError(14, `Cannot apply ${op} to a value of non-numeric type null`, 'TypeMismatch');
+          const next = op === '$inc' ? (cur === undefined ? v : addNumbers(cur, v)) : cur === undefined ? 0 : toNumber(cur) * toNumber(v);
+          setPath(doc, path, next);
+          updated.add(path);
+          break;
+        }
+        case '$min':
+        case '$max': {
+          const cur = readPath(doc, path);
+          const c = cur === undefined ? 0 : compareValues(v, cur);
+          if (cur === undefined || (op === '$min' ? c < 0 : c > 0)) {
+            setPath(doc, path, deepCopy(v));
+            updated.add(path);
+          }
+          break;
+        }
+        case '$currentDate':
+          setPath(doc, path, isPlainObject(v) && v.$type === 'timestamp' ? new Date() : new Date());
+          updated.add(path);
+          break;
+        case '$push':
+        case '$addToSet': {
+          const items: any[] = isPlainObject(v) && '$each' in v ? (v.$each as any[]) : [v];
+          let cur = readPath(doc, path);
+          if (cur === undefined || cur === null) {
+            cur = [];
+            setPath(doc, path, cur);
+          } else if (!Array.isArray(cur)) {
+            throw new MongoError(2, `The field '${path}' must be an array but is of type ${typeof cur} in document {_id: ${String(doc._id)}}`, 'BadValue');
+          }
+          for (const item of items) {
+            if (op === '$addToSet' && cur.some((x: any) => compareValues(x, item) === 0)) continue;
+            cur.push(deepCopy(item));
+          }
+          updated.add(path);
+          break;
+        }
+        case '$pull': {
+          const cur = readPath(doc, path);
+          if (!Array.isArray(cur)) break;
+          let keep: (x: any) => boolean;
+          if (isPlainObject(v) && Object.keys(v).length > 0) {
+            const opKeys = Object.keys(v).every((k) => k.startsWith('$'));
+            if (opKeys) {
+              const pred = compileFilter({ x: v });
+              keep = (x) => !pred({ x });
+            } else {
+              const pred = compileFilter(v);
+              keep = (x) => !(isPlainObject(x) && pred(x));
+            }
+          } else {
+            keep = (x) => compareValues(x, v) !== 0;
+          }
+          const next = cur.filter(keep);
+          if (next.length !== cur.length) {
+            setPath(doc, path, next);
+            updated.add(path);
+          }
+          break;
+        }
+        default:
+          throw new MongoError(9, `Unknown modifier: ${op}`, 'FailedToParse');
+      }
+    }
+  }
+}
+
+/**
+ * Applies `u` to a copy of `original` and reports what changed. `filter` feeds the positional `$`
+ * operator, `inserting` enables $setOnInsert.
+ */
+export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc; arrayFilters?: Doc[]; inserting?: boolean }): UpdateOutcome {
+  if (Array.isArray(u)) {
+    const [out] = new Aggregator(u, {}).run([deepCopy(original)]) as Doc[];
+    const doc = out ?? {};
+    if (original._id !== undefined) doc._id = original._id;
+    return finish(original, doc, undefined);
+  }
+  if (!isOperatorUpdate(u)) {
+    const doc: Doc = { _id: original._id, ...deepCopy(u) };
+    if (doc._id === undefined) delete doc._id;
+    if (u._id !== undefined && original._id !== undefined && compareValues(u._id, original._id) !== 0) {
+      throw new MongoError(66, "After applying the update, the (immutable) field '_id' was found to have been altered", 'ImmutableField');
+    }
+    return finish(original, doc, undefined);
+  }
+  for (const op of Object.keys(u)) {
+    for (const path of Object.keys(u[op] as Doc)) {
+      if ((path === '_id' || path.startsWith('_id.')) && op !== '$setOnInsert' && !(opts.inserting && op === '$set')) {
+        if (!(op === '$set' && compareValues(u[op][path], original._id) === 0)) {
+          throw new MongoError(66, "Performing an update on the path '_id' would modify the immutable field '_id'", 'ImmutableField');
+        }
+      }
+      if (path === '') throw new MongoError(56, 'An empty update path is not valid.', 'EmptyFieldName');
+    }
+  }
+  checkConflicts(u);
+  const doc = deepCopy(original);
+  const updated = new Set<string>();
+  const removed = new Set<string>();
+  if (canFastPath(u)) {
+    applyFast(doc, u, Boolean(opts.inserting), updated, removed);
+  } else {
+    const { $setOnInsert, ...rest } = u;
+    if ($setOnInsert && opts.inserting) applyFast(doc, { $set: $setOnInsert }, true, updated, removed);
+    try {
+      const paths = mingoUpdate(doc, rest as any, opts.arrayFilters, opts.filter as any, { cloneMode: 'deep' });
+      for (const p of paths) updated.add(p);
+    } catch (e) {
+      throw new MongoError(2, (e as Error).message, 'BadValue');
+    }
+  }
+  const description: UpdateDescription = { updatedFields: {}, removedFields: [...removed] };
+  for (const p of updated) {
+    const topish = p.replace(/\.\$(\[[^\]]*\])?/g, '');
+    description.updatedFields[topish] = readPath(doc, topish);
+  }
+  return finish(original, doc, description);
+}
+
+function finish(original: Doc, doc: Doc, description: UpdateDescription | undefined): UpdateOutcome {
+  const modified = compareValues(original, doc) !== 0 || Object.keys(original).join() !== Object.keys(doc).join();
+  return { doc, modified, description };
+}
+
+/** The document an upsert starts from: the equality fields of the filter (MongoDB's seeding rule). */
+export function seedFromFilter(filter: Doc): Doc {
+  const seed: Doc = {};
+  const visit = (f: Doc): void => {
+    for (const [k, v] of Object.entries(f)) {
+      if (k === '$and' && Array.isArray(v)) {
+        for (const sub of v) if (isPlainObject(sub)) visit(sub);
+        continue;
+      }
+      if (k.startsWith('$')) continue;
+      if (isPlainObject(v) && Object.keys(v).some((x) => x.startsWith('$'))) {
+        if ('$eq' in v) setPath(seed, k, deepCopy(v.$eq));
+        continue;
+      }
+      if (v instanceof RegExp || typeRank(v) === 12) continue;
+      setPath(seed, k, deepCopy(v));
+    }
+  };
+  visit(filter);
+  return seed;
+}
