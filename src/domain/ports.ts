@@ -1,5 +1,6 @@
 import type { Principal } from './principal.js';
 import type { JobCreated, JobView } from './jobs/types.js';
+import type { JobRecord } from './jobs/records.js';
 
 /**
  * What the doors (REST routes, GraphQL resolvers, workers) may call. The gateway core implements the
@@ -55,4 +56,9 @@ export interface ImageJobService {
   getMany(principal: Principal, jobIds: readonly string[], ctx: JobUrlContext): Promise<(JobView | null)[]>;
   /** The caller's jobs, newest first. */
   list(principal: Principal, page: { first: number; after?: string | null }, ctx: JobUrlContext): Promise<JobPage>;
+  /**
+   * The caller's view of a job already read elsewhere (a change event fanned out to many subscribers,
+   * so no read per subscriber); null when it is another account's job or not yet charged (invisible).
+   */
+  viewOf(principal: Principal, job: JobRecord, ctx: JobUrlContext): JobView | null;
 }

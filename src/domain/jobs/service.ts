@@ -115,6 +115,11 @@ export class ImageJobs implements ImageJobService {
     };
   }
 
+  viewOf(principal: Principal, job: JobRecord, ctx: JobUrlContext): JobView | null {
+    // The same visibility rule as findForAccount: the caller's own, charged jobs only.
+    return job.accountId === principal.accountId && job.charged ? this.view(job, ctx) : null;
+  }
+
   private view(job: JobRecord, ctx: JobUrlContext): JobView {
     return toJobView(job, this.deps.signer, this.deps.publicBaseUrl ?? ctx.baseUrl);
   }
