@@ -17,6 +17,7 @@ export class MongoJobStore implements JobStore {
   }
 
   async insert(job: JobRecord): Promise<void> {
+    if (job.images.some((img, i) => img.index !== i)) throw new Error('images must be stored in index order');
     await this.model.collection.insertOne(toDoc(job) as never);
   }
 
@@ -50,72 +51,57 @@ export class MongoJobStore implements JobStore {
   }
 
   async claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<JobRecord | null> {
-    const claimable = [{ status: 'queued' }, { status: 'running', heartbeatAt: { $lte: staleBefore } }];
+    const at = imagePath(index);
     const doc = await this.model
       .findOneAndUpdate(
-        { _id: jobId, charged: true, images: { $elemMatch: { index, $or: claimable } } },
         {
-          $inc: { 'images.$[img].attempt': 1 },
+          _id: jobId,
+          charged: true,
+          $or: [{ [`${at}.status`]: 'queued' }, { [`${at}.status`]: 'running', [`${at}.heartbeatAt`]: { $lte: staleBefore } }],
+        },
+        {
+          $inc: { [`${at}.attempt`]: 1 },
           $set: {
-            'images.$[img].status': 'running',
-            'images.$[img].startedAt': now,
-            'images.$[img].heartbeatAt': heartbeatAt,
-            'images.$[img].error': null,
+            [`${at}.status`]: 'running',
+            [`${at}.startedAt`]: now,
+            [`${at}.heartbeatAt`]: heartbeatAt,
+            [`${at}.error`]: null,
             // The job has a non-final image, so it is queued or running: this is queued → running.
             status: 'running',
             updatedAt: now,
           },
         },
-        {
-          arrayFilters: [{ 'img.index': index, $or: claimable.map((c) => prefix('img.', c)) }],
-          new: true,
-        },
+        { returnDocument: 'after' },
       )
       .lean<JobDoc>();
     return doc ? toRecord(doc) : null;
   }
 
   async heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean> {
-    const res = await this.model.updateOne(
-      { _id: jobId, images: { $elemMatch: { index, status: 'running', attempt } } },
-      { $set: { 'images.$[img].heartbeatAt': at } },
-      { arrayFilters: [{ 'img.index': index, 'img.status': 'running', 'img.attempt': attempt }] },
-    );
+    const res = await this.model.updateOne({ _id: jobId, ...runningGuard(index, attempt) }, { $set: { [`${imagePath(index)}.heartbeatAt`]: at } });
     return res.matchedCount === 1;
   }
 
   async completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<JobRecord | null> {
-    return this.transition(jobId, index, attempt, now, {
-      $set: { 'images.$[img].status': 'succeeded', 'images.$[img].fileId': fileId, 'images.$[img].finishedAt': now },
-      $inc: { succeededImages: 1 },
-    });
+    return this.transition(jobId, index, attempt, now, { status: 'succeeded', fileId, finishedAt: now }, { succeededImages: 1 });
   }
 
   async failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<JobRecord | null> {
-    return this.transition(jobId, index, attempt, now, {
-      $set: {
-        'images.$[img].status': 'failed',
-        'images.$[img].error': error,
-        'images.$[img].refund': 'pending',
-        'images.$[img].finishedAt': now,
-      },
-      $inc: { failedImages: 1 },
-    });
+    return this.transition(jobId, index, attempt, now, { status: 'failed', error, refund: 'pending', finishedAt: now }, { failedImages: 1 });
   }
 
   async releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<boolean> {
-    const doc = await this.transition(jobId, index, attempt, now, {
-      $set: { 'images.$[img].status': 'queued', 'images.$[img].error': error, 'images.$[img].heartbeatAt': null },
-    });
+    const doc = await this.transition(jobId, index, attempt, now, { status: 'queued', error, heartbeatAt: null });
     return doc !== null;
   }
 
   async markRefunded(jobId: string, index: number, now: Date): Promise<JobRecord | null> {
+    const at = imagePath(index);
     const doc = await this.model
       .findOneAndUpdate(
-        { _id: jobId, images: { $elemMatch: { index, refund: 'pending' } } },
-        { $set: { 'images.$[img].refund': 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
-        { arrayFilters: [{ 'img.index': index, 'img.refund': 'pending' }], new: true },
+        { _id: jobId, [`${at}.refund`]: 'pending' },
+        { $set: { [`${at}.refund`]: 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
+        { returnDocument: 'after' },
       )
       .lean<JobDoc>();
     return doc ? toRecord(doc) : null;
@@ -149,21 +135,34 @@ export class MongoJobStore implements JobStore {
     index: number,
     attempt: number,
     now: Date,
-    update: { $set: Record<string, unknown>; $inc?: Record<string, number> },
+    fields: Record<string, unknown>,
+    counters?: Record<string, number>,
   ): Promise<JobRecord | null> {
+    const at = imagePath(index);
+    const $set: Record<string, unknown> = { updatedAt: now };
+    for (const [k, v] of Object.entries(fields)) $set[`${at}.${k}`] = v;
     const doc = await this.model
-      .findOneAndUpdate(
-        { _id: jobId, images: { $elemMatch: { index, status: 'running', attempt } } },
-        { ...update, $set: { ...update.$set, updatedAt: now } },
-        { arrayFilters: [{ 'img.index': index, 'img.status': 'running', 'img.attempt': attempt }], new: true },
-      )
+      .findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, { returnDocument: 'after' })
       .lean<JobDoc>();
     return doc ? toRecord(doc) : null;
   }
 }
 
-function prefix(p: string, cond: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(cond).map(([k, v]) => [p + k, v]));
+/**
+ * Path of an image inside the job document. `images[i].index === i` always holds (the array is written
+ * once, in prompt order, and never reordered), so guards and updates address the element by position:
+ * one atomic update guarded on the element's own fields, like arrayFilters, but with several fields of
+ * one element changed at once, which the embedded server's arrayFilters support cannot do.
+ */
+function imagePath(index: number): string {
+  if (!Number.isInteger(index) || index < 0) throw new Error(`invalid image index ${index}`);
+  return `images.${index}`;
+}
+
+/** The image is running the given attempt. */
+function runningGuard(index: number, attempt: number): Record<string, unknown> {
+  const at = imagePath(index);
+  return { [`${at}.index`]: index, [`${at}.status`]: 'running', [`${at}.attempt`]: attempt };
 }
 
 function toDoc(job: JobRecord): JobDoc {

@@ -1,0 +1,32 @@
+import { AppError } from '../errors.js';
+import type { ImageStore, StoredImage, StoredImageInfo } from '../../storage/types.js';
+import type { JobStore } from './records.js';
+import type { ImageUrlSigner } from './signed-urls.js';
+import { isJobId } from './validation.js';
+
+/**
+ * Serving stored images by signed URL. The signature is the authority (no API key): it names the job,
+ * the image and the expiry, so a URL opens exactly one image until it expires.
+ */
+export class ImageFiles {
+  constructor(private readonly deps: { jobs: JobStore; images: ImageStore; signer: ImageUrlSigner }) {}
+
+  /** Checks the URL and returns the image's metadata (enough to answer a conditional request). */
+  async stat(jobId: string, index: string, expires: unknown, sig: unknown): Promise<StoredImageInfo> {
+    const idx = /^\d{1,6}$/.test(index) ? Number(index) : -1;
+    if (!isJobId(jobId) || idx < 0) throw new AppError('image_not_found');
+    if (this.deps.signer.verify(jobId, idx, expires, sig) !== 'valid') throw new AppError('invalid_signature');
+    const job = await this.deps.jobs.findById(jobId);
+    const image = job?.images.find((i) => i.index === idx);
+    if (!image || image.status !== 'succeeded' || !image.fileId) throw new AppError('image_not_found');
+    const info = await this.deps.images.stat(image.fileId);
+    if (!info) throw new AppError('image_not_found');
+    return info;
+  }
+
+  async read(info: StoredImageInfo): Promise<StoredImage> {
+    const file = await this.deps.images.get(info.fileId);
+    if (!file) throw new AppError('image_not_found');
+    return file;
+  }
+}

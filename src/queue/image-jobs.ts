@@ -1,0 +1,86 @@
+import { hostname } from 'node:os';
+import type { Connection } from 'mongoose';
+import type { Config } from '../config.js';
+import { MongoJobStore } from '../data/jobs.js';
+import { loadOrCreateSigningSecret } from '../data/jobs-signing-secret.js';
+import { ImageFiles } from '../domain/jobs/files.js';
+import type { JobCredits } from '../domain/jobs/records.js';
+import { ImageRunner } from '../domain/jobs/runner.js';
+import { ImageJobs } from '../domain/jobs/service.js';
+import { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
+import { JobSweeper } from '../domain/jobs/sweep.js';
+import { createImageProvider, type ImageProvider } from '../providers/images/index.js';
+import { GridFsImageStore } from '../storage/gridfs.js';
+import type { ImageStore } from '../storage/types.js';
+import { ImageQueue } from './image-queue.js';
+
+/** Everything image jobs need, built once per process from config and the database connection. */
+export interface ImageJobsModule {
+  service: ImageJobs;
+  files: ImageFiles;
+  runner: ImageRunner;
+  sweeper: JobSweeper;
+  queue: ImageQueue;
+  signer: ImageUrlSigner;
+  store: MongoJobStore;
+  images: ImageStore;
+  provider: ImageProvider;
+  close(): Promise<void>;
+}
+
+export async function openImageJobs(deps: {
+  config: Config;
+  connection: Connection;
+  credits: JobCredits;
+  /** Defaults to the configured provider; tests pass their own. */
+  provider?: ImageProvider;
+  /** Names this process in the queue (e.g. `gateway`, `worker`). */
+  role: string;
+}): Promise<ImageJobsModule> {
+  const { config, connection, credits } = deps;
+  const db = connection.db;
+  if (!db) throw new Error('openImageJobs needs a connected database');
+  const store = new MongoJobStore(connection);
+  await store.init();
+  const secret = config.URL_SIGNING_SECRET ?? (await loadOrCreateSigningSecret(connection));
+  const signer = new ImageUrlSigner(secret, config.IMAGE_URL_TTL_SECONDS);
+  const images = new GridFsImageStore(db);
+  const provider = deps.provider ?? createImageProvider(config);
+  const queue = await ImageQueue.open(db, {
+    name: `${deps.role}@${hostname()}:${process.pid}`,
+    pollIntervalMs: config.QUEUE_POLL_INTERVAL_MS,
+    lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
+    concurrency: config.WORKER_CONCURRENCY,
+    notifications: config.QUEUE_NOTIFICATIONS,
+  });
+  const service = new ImageJobs({
+    jobs: store,
+    credits,
+    queue,
+    signer,
+    limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+  });
+  const runner = new ImageRunner({
+    jobs: store,
+    credits,
+    provider,
+    images,
+    lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
+    maxAttempts: config.IMAGE_MAX_ATTEMPTS,
+  });
+  const sweeper = new JobSweeper({ jobs: store, credits, queue, runner, lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS });
+  const files = new ImageFiles({ jobs: store, images, signer });
+  return {
+    service,
+    files,
+    runner,
+    sweeper,
+    queue,
+    signer,
+    store,
+    images,
+    provider,
+    close: () => queue.close(),
+  };
+}
