@@ -1,0 +1,60 @@
+import DataLoader from 'dataloader';
+import type { CreditBalances, DefinitionService, ImageJobService, JobUrlContext, KeyAuthenticator } from '../domain/ports.js';
+import type { Principal } from '../domain/principal.js';
+import type { JobView } from '../domain/jobs/types.js';
+import type { JobEvents } from '../queue/job-events.js';
+
+/** The domain services the GraphQL door calls: the same objects REST calls. */
+export interface GraphQLServices {
+  keys: KeyAuthenticator;
+  balances: CreditBalances;
+  definitions: DefinitionService;
+  jobs: ImageJobService;
+  jobEvents: JobEvents;
+}
+
+export interface Loaders {
+  /** Account id → credit balance (null: unknown account). */
+  balances: DataLoader<string, number | null>;
+  /** Job id → the caller's job (null: unknown, malformed or another account's). */
+  jobs: DataLoader<string, JobView | null>;
+}
+
+/** Per-operation context: one per HTTP request, one per WebSocket subscription. */
+export interface GraphQLContext {
+  principal: Principal;
+  requestId: string;
+  urls: JobUrlContext;
+  services: GraphQLServices;
+  loaders: Loaders;
+  /** Aborted (reason: an AppError) when the key that opened the WebSocket is deleted; HTTP: never. */
+  signal: AbortSignal;
+}
+
+/**
+ * Loaders are built per operation, never shared: they cache by key for the operation's lifetime, and
+ * a longer cache would serve one caller's view to another or stale balances after a charge.
+ */
+export function createLoaders(services: GraphQLServices, principal: Principal, urls: JobUrlContext): Loaders {
+  return {
+    balances: new DataLoader<string, number | null>((ids) => services.balances.balances(ids)),
+    jobs: new DataLoader<string, JobView | null>((ids) => services.jobs.getMany(principal, ids, urls)),
+  };
+}
+
+export function createContext(input: {
+  services: GraphQLServices;
+  principal: Principal;
+  requestId: string;
+  urls: JobUrlContext;
+  signal?: AbortSignal;
+}): GraphQLContext {
+  return {
+    principal: input.principal,
+    requestId: input.requestId,
+    urls: input.urls,
+    services: input.services,
+    loaders: createLoaders(input.services, input.principal, input.urls),
+    signal: input.signal ?? new AbortController().signal,
+  };
+}

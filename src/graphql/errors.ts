@@ -1,0 +1,91 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { AppError, ERROR_CATALOG, isAppError } from '../domain/errors.js';
+
+/**
+ * The GraphQL edge of the error catalog. An AppError becomes its catalog text and `extensions.code`
+ * (the same texts as REST); errors about the document or the request itself (parse, validation,
+ * variables, CSRF, limits) are the client's: BAD_USER_INPUT with their message; anything else is a
+ * fault, masked as INTERNAL_SERVER_ERROR and logged with the request id by the caller.
+ */
+
+/** Codes that graphql-js, Apollo Server and graphql-armor give errors the client caused. */
+const CLIENT_ERROR_CODES: ReadonlySet<string> = new Set([
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'BAD_USER_INPUT',
+  'BAD_REQUEST',
+  'OPERATION_RESOLUTION_FAILURE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'PERSISTED_QUERY_NOT_SUPPORTED',
+  'INTROSPECTION_DISABLED',
+  'MAX_RECURSIVE_SELECTIONS_EXCEEDED',
+]);
+
+const INTERNAL: GraphQLFormattedError = {
+  message: ERROR_CATALOG.internal_error.message,
+  extensions: { code: ERROR_CATALOG.internal_error.graphqlCode },
+};
+
+/** The AppError behind a GraphQL error (resolver errors are wrapped once, sometimes twice). */
+export function appErrorOf(error: unknown): AppError | undefined {
+  let e: unknown = error;
+  for (let depth = 0; depth < 4 && e; depth++) {
+    if (isAppError(e)) return e;
+    e = e instanceof GraphQLError ? e.originalError : undefined;
+  }
+  return undefined;
+}
+
+/** True when the error will be shown masked: a fault of ours, to be logged with the request id. */
+export function isMaskedError(error: unknown): boolean {
+  const formatted: GraphQLFormattedError = error instanceof GraphQLError ? error.toJSON() : { message: String(error) };
+  return formatGraphQLError(formatted, error).extensions?.code === 'INTERNAL_SERVER_ERROR';
+}
+
+/** Apollo's formatError, also used for WebSocket results (same shape whatever the transport). */
+export function formatGraphQLError(formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError {
+  const app = appErrorOf(error);
+  if (app) {
+    if (app.spec.graphqlCode === 'INTERNAL_SERVER_ERROR') return withPlace(INTERNAL, formatted);
+    return withPlace(
+      {
+        message: app.message,
+        extensions: {
+          code: app.spec.graphqlCode,
+          ...(app.field ? { field: app.field } : {}),
+          ...(app.retryAfter !== undefined ? { retryAfter: app.retryAfter } : {}),
+        },
+      },
+      formatted,
+    );
+  }
+  // Only graphql-js, Apollo Server and graphql-armor set these codes, and only for the client's mistakes.
+  const code = formatted.extensions?.code;
+  if (typeof code === 'string' && (CLIENT_ERROR_CODES.has(code) || isContractCode(code))) {
+    const mapped = CLIENT_ERROR_CODES.has(code) ? 'BAD_USER_INPUT' : code;
+    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { code: mapped } };
+  }
+  return withPlace(INTERNAL, formatted);
+}
+
+/** A context-creation failure (authentication) as a request-level error with the catalog's HTTP status. */
+export function toRequestError(err: AppError): GraphQLError {
+  const headers = new Map<string, string>();
+  if (err.retryAfter !== undefined) headers.set('retry-after', String(err.retryAfter));
+  return new GraphQLError(err.message, {
+    originalError: err,
+    extensions: { code: err.spec.graphqlCode, http: { status: err.httpStatus, headers } },
+  });
+}
+
+function isContractCode(code: string): boolean {
+  return Object.values(ERROR_CATALOG).some((row) => row.graphqlCode === code && code !== 'INTERNAL_SERVER_ERROR');
+}
+
+function withPlace(base: GraphQLFormattedError, formatted: GraphQLFormattedError): GraphQLFormattedError {
+  return {
+    ...base,
+    ...(formatted.locations ? { locations: formatted.locations } : {}),
+    ...(formatted.path ? { path: formatted.path } : {}),
+  };
+}

@@ -1,0 +1,318 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { fastifyApolloDrainPlugin, fastifyApolloHandler } from '@as-integrations/fastify';
+import { ApolloArmor } from '@escape.tech/graphql-armor';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import {
+  GraphQLError,
+  NoSchemaIntrospectionCustomRule,
+  getOperationAST,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+  type GraphQLSchema,
+  type ValidationRule,
+} from 'graphql';
+import { CloseCode } from 'graphql-ws';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { Config } from '../config.js';
+import { AppError, isAppError } from '../domain/errors.js';
+import type { Principal } from '../domain/principal.js';
+import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
+import { formatGraphQLError, isMaskedError, toRequestError } from '../graphql/errors.js';
+import { buildGraphQLSchema } from '../graphql/schema.js';
+
+/**
+ * `/graphql` over HTTP (Apollo Server 5 on Fastify) and over WebSocket (graphql-ws,
+ * `graphql-transport-ws`) on the same server, path and port. Both transports authenticate with the
+ * same KeyAuthenticator, build the same per-operation context (fresh DataLoaders) and format errors
+ * with the same function.
+ *
+ * HTTP status codes (GraphQL-over-HTTP, application/json):
+ *  - 200 when the operation executed, even if a field failed: `errors` carries the domain error
+ *    (402 INSUFFICIENT_CREDITS, 400 BAD_USER_INPUT, 404 NOT_FOUND, …) next to `data`;
+ *  - the catalog's status when the request as a whole is refused before execution: 401
+ *    UNAUTHENTICATED (Authorization header), 429, 503;
+ *  - 400 for a document that does not parse or validate, bad variables, an exceeded depth / alias /
+ *    cost / token limit, or a request without a CSRF-safe header; 405 for a mutation over GET;
+ *    413 for a body over BODY_LIMIT_BYTES; 415 for a non-JSON POST.
+ */
+
+export const GRAPHQL_PATH = '/graphql';
+
+export interface GraphQLDoor {
+  readonly schema: GraphQLSchema;
+  /** Closes WebSocket connections (1001) and stops Apollo; the HTTP server itself belongs to the app. */
+  close(): Promise<void>;
+}
+
+export interface GraphQLDoorOptions {
+  config: Config;
+  services: GraphQLServices;
+  /** Base address of image URLs for a request (the app's rule, shared with REST). */
+  baseUrlOf?: (req: { headers: IncomingMessage['headers']; protocol?: string }) => string;
+}
+
+interface ConnectionState {
+  principal?: Principal;
+  connectionId: string;
+  revoke: AbortController;
+  active: number;
+}
+
+type WsExtra = Extra & { state?: ConnectionState };
+
+/** Registers `/graphql` (HTTP and WebSocket) on `app`. Call before `app.listen()`/`app.ready()`. */
+export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOptions): Promise<GraphQLDoor> {
+  const { config, services } = opts;
+  const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
+  const schema = await buildGraphQLSchema();
+  const log = app.log;
+
+  const armor = new ApolloArmor({
+    maxDepth: { n: config.GRAPHQL_MAX_DEPTH },
+    maxAliases: { n: config.GRAPHQL_MAX_ALIASES },
+    costLimit: { maxCost: config.GRAPHQL_MAX_COST },
+    maxTokens: { n: config.GRAPHQL_MAX_TOKENS },
+    // With introspection off, "Did you mean …" would leak the schema anyway.
+    blockFieldSuggestion: { enabled: !config.GRAPHQL_INTROSPECTION },
+  });
+  const protection = armor.protect();
+
+  const apollo = new ApolloServer<GraphQLContext>({
+    schema,
+    introspection: config.GRAPHQL_INTROSPECTION,
+    csrfPrevention: true,
+    persistedQueries: false,
+    allowBatchedHttpRequests: false,
+    includeStacktraceInErrorResponses: false,
+    validationRules: protection.validationRules,
+    formatError: formatGraphQLError,
+    // Cast: these packages resolve @apollo/server's CommonJS typings, structurally the same plugins.
+    plugins: [
+      ...(protection.plugins as unknown as ApolloServerPlugin<GraphQLContext>[]),
+      fastifyApolloDrainPlugin(app) as unknown as ApolloServerPlugin<GraphQLContext>,
+      logMaskedErrors(),
+      // No landing page: it loads a web IDE from a CDN, and the gateway is an API.
+      ApolloServerPluginLandingPageDisabled(),
+    ],
+  });
+  await apollo.start();
+
+  const handler = fastifyApolloHandler(apollo, {
+    context: async (request) =>
+      createContext({
+        services,
+        principal: await authenticateHttp(services, request),
+        requestId: String(request.id),
+        urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: request.protocol }) },
+      }),
+  });
+
+  await app.register(async (scope) => {
+    // Errors Fastify raises before Apollo sees the request (body too large, bad JSON, wrong content
+    // type) keep their status but take the GraphQL response shape.
+    scope.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
+      const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+      const message = status === 413 ? 'Request body too large' : status === 415 ? 'Content-Type must be application/json' : status === 500 ? 'Internal server error' : err.message;
+      if (status === 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
+      return reply
+        .code(status)
+        .type('application/json; charset=utf-8')
+        .send({ errors: [{ message, extensions: { code: status === 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT' } }] });
+    });
+    scope.route({ method: ['GET', 'POST', 'OPTIONS'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
+  });
+
+  const ws = await attachWebSocket(app, schema, protection.validationRules, opts, baseUrlOf, log);
+
+  return {
+    schema,
+    async close() {
+      await ws.close();
+      await apollo.stop();
+    },
+  };
+}
+
+async function authenticateHttp(services: GraphQLServices, request: FastifyRequest): Promise<Principal> {
+  try {
+    return await services.keys.authenticate(request.headers.authorization);
+  } catch (err) {
+    if (isAppError(err)) throw toRequestError(err);
+    request.log.error({ err, requestId: request.id }, 'graphql: authentication failed unexpectedly');
+    throw toRequestError(new AppError('internal_error', { cause: err }));
+  }
+}
+
+/** Logs every error that reaches the client masked, with the request id to find it by. */
+function logMaskedErrors(): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart() {
+      return {
+        async didEncounterErrors({ errors, contextValue, logger }) {
+          for (const err of errors) {
+            if (!isMaskedError(err)) continue;
+            const requestId = contextValue?.requestId;
+            logger.error(`graphql: masked internal error (requestId=${requestId}): ${err.originalError?.stack ?? err.stack ?? err.message}`);
+          }
+        },
+      };
+    },
+  };
+}
+
+async function attachWebSocket(
+  app: FastifyInstance,
+  schema: GraphQLSchema,
+  armorRules: readonly ValidationRule[],
+  opts: GraphQLDoorOptions,
+  baseUrlOf: NonNullable<GraphQLDoorOptions['baseUrlOf']>,
+  log: FastifyBaseLogger,
+): Promise<{ close(): Promise<void> }> {
+  const { config, services } = opts;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: config.BODY_LIMIT_BYTES });
+  const rules: readonly ValidationRule[] = [
+    ...specifiedRules,
+    ...armorRules,
+    ...(config.GRAPHQL_INTROSPECTION ? [] : [NoSchemaIntrospectionCustomRule]),
+  ];
+
+  // One revocation listener per process: key id → the connections it opened.
+  const byKey = new Map<string, Set<ConnectionState & { close(): void }>>();
+  const unsubscribeRevoked = services.keys.onRevoked((keyId) => {
+    for (const conn of byKey.get(keyId) ?? []) conn.close();
+  });
+
+  const server = useServer<Record<string, unknown>, { state: ConnectionState }>(
+    {
+      schema,
+      async onConnect(ctx) {
+        const extra = ctx.extra as WsExtra;
+        const state: ConnectionState = { connectionId: randomUUID(), revoke: new AbortController(), active: 0 };
+        extra.state = state;
+        const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
+        try {
+          state.principal = await services.keys.authenticate(typeof authorization === 'string' ? authorization : undefined);
+        } catch (err) {
+          if (isAppError(err) && err.httpStatus === 401) {
+            // 4403 with the contract's text as the reason; graphql-ws' own 4403 close then is a no-op.
+            extra.socket.close(CloseCode.Forbidden, err.message);
+          } else {
+            log.error({ err, connectionId: state.connectionId }, 'graphql-ws: authentication failed unexpectedly');
+            extra.socket.close(isAppError(err) && err.spec.retryable ? 1013 : 1011, isAppError(err) ? err.message : 'Internal server error');
+          }
+          return false;
+        }
+        const keyId = state.principal.keyId;
+        const conn = Object.assign(state, {
+          close: () => {
+            state.revoke.abort(new AppError('invalid_api_key'));
+            // Subscriptions end with an UNAUTHENTICATED error first; then the connection goes.
+            setTimeout(() => extra.socket.close(CloseCode.Forbidden, 'Invalid API key'), state.active ? 200 : 0).unref();
+          },
+        });
+        let set = byKey.get(keyId);
+        if (!set) byKey.set(keyId, (set = new Set()));
+        set.add(conn);
+        extra.socket.once('close', () => {
+          set.delete(conn);
+          if (set.size === 0 && byKey.get(keyId) === set) byKey.delete(keyId);
+          state.revoke.abort(new Error('connection closed'));
+        });
+        return true;
+      },
+      async onSubscribe(ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> {
+        const state = (ctx.extra as WsExtra).state!;
+        const principal = state.principal!;
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query, { maxTokens: config.GRAPHQL_MAX_TOKENS });
+        } catch (err) {
+          return [clientError(err instanceof GraphQLError ? err.message : 'Syntax error')];
+        }
+        const errors = validate(schema, document, rules);
+        if (errors.length) return errors.map((e) => clientError(e.message));
+        if (!getOperationAST(document, payload.operationName)) return [clientError('Unable to identify the operation to run')];
+        // A key deleted between connection_init and this subscribe may not have been announced yet.
+        if (state.revoke.signal.aborted || !(await services.keys.isActive(principal.keyId))) {
+          return [new GraphQLError('Invalid API key', { originalError: new AppError('invalid_api_key') })];
+        }
+        state.active++;
+        const request = (ctx.extra as WsExtra).request;
+        return {
+          schema,
+          document,
+          operationName: payload.operationName,
+          variableValues: payload.variables,
+          contextValue: createContext({
+            services,
+            principal,
+            requestId: `${state.connectionId}/${id}`,
+            urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: isEncrypted(request) ? 'https' : 'http' }) },
+            signal: state.revoke.signal,
+          }),
+        };
+      },
+      onNext(_ctx, _id, _payload, args, result) {
+        return formatResult(result as ExecutionResult, (args.contextValue as GraphQLContext).requestId, log);
+      },
+      onError(ctx, id, _payload, errors) {
+        const requestId = `${(ctx.extra as WsExtra).state?.connectionId}/${id}`;
+        return errors.map((e) => formatAndLog(e, requestId, log));
+      },
+      onComplete(ctx) {
+        const state = (ctx.extra as WsExtra).state;
+        if (state) state.active = Math.max(0, state.active - 1);
+      },
+    },
+    wss,
+  );
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== GRAPHQL_PATH) {
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (client) => wss.emit('connection', client, req));
+  };
+  app.server.on('upgrade', onUpgrade);
+
+  return {
+    async close() {
+      unsubscribeRevoked();
+      app.server.off('upgrade', onUpgrade);
+      await server.dispose();
+    },
+  };
+}
+
+function clientError(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+function formatAndLog(error: GraphQLError, requestId: string, log: FastifyBaseLogger) {
+  if (isMaskedError(error)) log.error({ err: error.originalError ?? error, requestId }, 'graphql-ws: masked internal error');
+  return formatGraphQLError(error.toJSON(), error);
+}
+
+function formatResult(result: ExecutionResult, requestId: string, log: FastifyBaseLogger) {
+  if (!result.errors?.length) return result;
+  return { ...result, errors: result.errors.map((e) => formatAndLog(e, requestId, log)) } as unknown as ExecutionResult;
+}
+
+function isEncrypted(req: IncomingMessage): boolean {
+  return Boolean((req.socket as { encrypted?: boolean }).encrypted);
+}
+
+function defaultBaseUrl(req: { headers: IncomingMessage['headers']; protocol?: string }): string {
+  return `${req.protocol ?? 'http'}://${req.headers.host ?? 'localhost'}`;
+}
