@@ -67,9 +67,16 @@ export function toNumber(v: any): number {
   }
 }
 
+function cmpBig(x: bigint, y: bigint): number {
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 function compareNumbers(a: any, b: any): number {
   if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
   if (a?._bsontype === 'Long' && b?._bsontype === 'Long') return (a as Long).compare(b as Long);
+  // Longs beyond 2^53 lose precision as doubles; compare exactly against integral numbers.
+  if (a?._bsontype === 'Long' && typeof b === 'number' && Number.isInteger(b)) return cmpBig((a as Long).toBigInt(), BigInt(b));
+  if (b?._bsontype === 'Long' && typeof a === 'number' && Number.isInteger(a)) return cmpBig(BigInt(a), (b as Long).toBigInt());
   const x = toNumber(a);
   const y = toNumber(b);
   // NaN sorts below every other number, as in MongoDB.
@@ -167,7 +174,7 @@ export function canonicalKey(v: any): string {
     case 2:
       return 'z';
     case 3:
-      return 'n' + String(toNumber(v));
+      return v?._bsontype === 'Long' ? 'n' + (v as Long).toString() : 'n' + String(toNumber(v));
     case 4:
       return 's' + (typeof v === 'string' ? v : String(v.value));
     case 5:

@@ -348,6 +348,22 @@ function planProvidesSort(plan: ScanPlan, sort: SortSpec): boolean {
   return sort.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir);
 }
 
+/**
+ * The index key that serves a query shape exactly: equality fields, then one range field, then the
+ * remaining sort fields. Only fields of declared indexes are used; undefined when nothing is gained.
+ */
+function idealKey(conds: Map<string, FieldCond>, sort: SortSpec, declared: Set<string>): Doc | undefined {
+  const key: Doc = {};
+  const eq = [...conds].filter(([p, c]) => c.points && declared.has(p)).sort((a, b) => a[1].points!.length - b[1].points!.length);
+  for (const [p] of eq) key[p] = 1;
+  const ranges = [...conds].filter(([p, c]) => !c.points && c.range && declared.has(p)).map(([p]) => p);
+  const rangeField = ranges.find((p) => sort[0]?.[0] === p) ?? ranges[0];
+  if (rangeField) key[rangeField] = sort[0]?.[0] === rangeField ? sort[0][1] : 1;
+  for (const [p, d] of sort) if (!(p in key) && declared.has(p)) key[p] = d;
+  if (Object.keys(key).length < 2) return undefined;
+  return key;
+}
+
 export class Collection {
   readonly docs = new Map<number, Doc>();
   readonly indexes: Index[] = [];
@@ -396,6 +412,7 @@ export class Collection {
     const rid = this.nextRid++;
     this.docs.set(rid, doc);
     this.indexes.forEach((index, i) => index.add(rid, keys[i]));
+    for (const aux of this.auxIndexes) aux.add(rid, aux.keysOf(doc));
     return rid;
   }
 
@@ -405,11 +422,16 @@ export class Collection {
       index.remove(rid);
       index.add(rid, keys[i]);
     });
+    for (const aux of this.auxIndexes) {
+      aux.remove(rid);
+      aux.add(rid, aux.keysOf(doc));
+    }
     this.docs.set(rid, doc);
   }
 
   remove(rid: number): void {
     for (const index of this.indexes) index.remove(rid);
+    for (const aux of this.auxIndexes) aux.remove(rid);
     this.docs.delete(rid);
   }
 
@@ -443,83 +465,101 @@ export class Collection {
   }
 
   /**
-   * Record ids of documents matching `filter`, in `sort` order, at most skip+limit of them when a
-   * limit is given. Uses index scans when the filter constrains an indexed prefix, including a union
-   * of scans for a top-level $or.
+   * Documents matching `filter` with their record ids, in `sort` order, skip/limit applied. Index
+   * scans serve the filter when it constrains an indexed prefix (a union of scans for a top-level
+   * $or); scans already in sort order are merged lazily so `limit` stops them early.
    */
   query(filter: Doc | undefined, opts: { sort?: SortSpec; limit?: number; skip?: number } = {}, stats?: QueryStats): Array<[number, Doc]> {
     const pred = compileFilter(filter);
     const sort = opts.sort ?? [];
     const want = opts.limit && opts.limit > 0 ? opts.limit + (opts.skip ?? 0) : Infinity;
     const plans = this.plan(filter ?? {});
+    const st: QueryStats = stats ?? { keysExamined: 0, docsExamined: 0 };
     const out: Array<[number, Doc]> = [];
     const seen = new Set<number>();
-    const take = (rid: number): boolean => {
-      if (seen.has(rid)) return false;
+    const take = (rid: number): void => {
+      if (seen.has(rid)) return;
       seen.add(rid);
       const doc = this.docs.get(rid);
-      if (stats) stats.docsExamined++;
-      if (doc === undefined || !pred(doc)) return false;
-      out.push([rid, doc]);
-      return true;
+      st.docsExamined++;
+      if (doc !== undefined && pred(doc)) out.push([rid, doc]);
     };
-    if (plans && plans.every((p) => planProvidesSort(p, sort)) && (plans.length === 1 || sort.length > 0)) {
-      if (plans.length === 1) {
-        for (const rid of runPlan(plans[0], stats)) if (take(rid) && out.length >= want) break;
+    if (!plans) {
+      for (const rid of this.docs.keys()) take(rid);
+      this.sortRows(out, sort);
+    } else if (sort.length === 0 || plans.some((p) => planProvidesSort(p, sort))) {
+      const cmp = docComparator(sort);
+      const streams: Array<Iterator<number>> = [];
+      const unsorted: number[] = [];
+      for (const p of plans) {
+        if (planProvidesSort(p, sort)) streams.push(runPlan(p, st));
+        else for (const rid of runPlan(p, st)) unsorted.push(rid);
+      }
+      if (unsorted.length > 0) {
+        const rows = unsorted.map((rid) => [rid, this.docs.get(rid)] as [number, Doc]).filter((r) => r[1] !== undefined);
+        rows.sort((a, b) => cmp(a[1], b[1]));
+        streams.push(rows.map((r) => r[0])[Symbol.iterator]());
+      }
+      if (streams.length === 1) {
+        for (let r = streams[0].next(); !r.done; r = streams[0].next()) {
+          take(r.value);
+          if (out.length >= want) break;
+        }
       } else {
-        this.mergeScans(plans, sort, take, () => out.length >= want, stats);
+        this.mergeStreams(streams, cmp, take, () => out.length >= want);
       }
     } else {
-      const source: Iterable<number> = plans ? plans.flatMap((p) => [...runPlan(p, stats)]) : this.docs.keys();
-      for (const rid of source) take(rid);
-      if (sort.length > 0) {
-        const cmp = docComparator(sort);
-        out.sort((a, b) => cmp(a[1], b[1]));
-      }
+      for (const p of plans) for (const rid of runPlan(p, st)) take(rid);
+      this.sortRows(out, sort);
     }
+    this.observe(filter ?? {}, sort, plans, st, out.length);
     const skip = opts.skip ?? 0;
     if (skip > 0 || want !== Infinity) return out.slice(skip, want === Infinity ? undefined : want);
     return out;
   }
 
-  /** K-way merge of sorted index scans (each already in `sort` order), stopping once `done()`. */
-  private mergeScans(plans: ScanPlan[], sort: SortSpec, take: (rid: number) => boolean, done: () => boolean, stats?: QueryStats): void {
+  private sortRows(rows: Array<[number, Doc]>, sort: SortSpec): void {
+    if (sort.length === 0) return;
     const cmp = docComparator(sort);
-    const iters = plans.map((p) => runPlan(p, stats));
-    const heads: Array<number | undefined> = iters.map((it) => {
+    rows.sort((a, b) => cmp(a[1], b[1]));
+  }
+
+  /** K-way merge of record-id streams that are each in sort order, stopping once `done()`. */
+  private mergeStreams(streams: Array<Iterator<number>>, cmp: (a: Doc, b: Doc) => number, take: (rid: number) => void, done: () => boolean): void {
+    const heads: Array<number | undefined> = streams.map((it) => {
       const r = it.next();
       return r.done ? undefined : r.value;
     });
     for (;;) {
       let bi = -1;
+      let bestDoc: Doc | undefined;
       for (let i = 0; i < heads.length; i++) {
         const h = heads[i];
         if (h === undefined) continue;
-        if (bi < 0) bi = i;
-        else {
-          const a = this.docs.get(h);
-          const b = this.docs.get(heads[bi]!);
-          if (a && b && cmp(a, b) < 0) bi = i;
+        const d = this.docs.get(h);
+        if (bi < 0 || (d && bestDoc && cmp(d, bestDoc) < 0)) {
+          bi = i;
+          bestDoc = d;
         }
       }
       if (bi < 0) return;
       take(heads[bi]!);
       if (done()) return;
-      const r = iters[bi].next();
+      const r = streams[bi].next();
       heads[bi] = r.done ? undefined : r.value;
     }
   }
 
   /** Index scans that together cover every match of `filter`, or undefined for a collection scan. */
   plan(filter: Doc): ScanPlan[] | undefined {
+    const all = this.auxIndexes.length > 0 ? [...this.indexes, ...this.auxIndexes] : this.indexes;
     const conds = extractConds(filter);
-    const direct = planForConds(this.indexes, conds);
-    const ors = Array.isArray(filter.$or) ? (filter.$or as Doc[]) : undefined;
-    if (ors && ors.length > 0 && ors.every(isPlainObject)) {
+    const direct = planForConds(all, conds);
+    const branches = this.branchConds(filter, conds);
+    if (branches) {
       const branchPlans: ScanPlan[] = [];
-      for (const branch of ors) {
-        const merged = extractConds(branch, new Map([...conds].map(([k, v]) => [k, { ...v, range: v.range ? { ...v.range } : undefined }])));
-        const p = planForConds(this.indexes, merged);
+      for (const merged of branches) {
+        const p = planForConds(all, merged);
         if (!p) {
           branchPlans.length = 0;
           break;
@@ -528,11 +568,46 @@ export class Collection {
       }
       const directScore = direct ? direct.eqCount * 4 + (direct.range ? 2 : 0) : 0;
       const branchScore = Math.min(...branchPlans.map((p) => p.eqCount * 4 + (p.range ? 2 : 0)));
-      if (branchPlans.length > 0 && (!direct || branchScore >= directScore)) {
-        return branchPlans;
-      }
+      if (branchPlans.length > 0 && (!direct || branchScore >= directScore)) return branchPlans;
     }
     return direct ? [direct] : undefined;
+  }
+
+  /** For a filter with a top-level $or: each branch's conditions combined with the shared ones. */
+  private branchConds(filter: Doc, conds: Map<string, FieldCond>): Array<Map<string, FieldCond>> | undefined {
+    const ors = Array.isArray(filter.$or) ? (filter.$or as Doc[]) : undefined;
+    if (!ors || ors.length === 0 || !ors.every(isPlainObject)) return undefined;
+    return ors.map((branch) => extractConds(branch, new Map([...conds].map(([k, v]) => [k, { ...v, range: v.range ? { ...v.range } : undefined }]))));
+  }
+
+  // ---- adaptive internal indexes ----
+
+  /**
+   * Internal indexes the planner adds when a query shape keeps examining far more index keys than it
+   * returns (e.g. Agenda's claim query: its compound index puts `lockedAt` behind `nextRunAt`, so every
+   * claim would walk all locked jobs). They reorder fields of declared indexes, are maintained like
+   * any index, and are invisible to listIndexes.
+   */
+  readonly auxIndexes: Index[] = [];
+  private readonly shapeMisses = new Map<string, number>();
+
+  private observe(filter: Doc, sort: SortSpec, plans: ScanPlan[] | undefined, st: QueryStats, returned: number): void {
+    if (!plans || st.keysExamined < 256 || st.keysExamined < 16 * (returned + 1) || this.auxIndexes.length >= 8) return;
+    const declared = new Set(this.indexes.flatMap((i) => i.fields.map((f) => f.path)));
+    const conds = extractConds(filter);
+    const shapes = this.branchConds(filter, conds) ?? [conds];
+    for (const shape of shapes) {
+      const key = idealKey(shape, sort, declared);
+      if (!key) continue;
+      const sig = canonicalKey(key);
+      if (this.auxIndexes.some((i) => canonicalKey(i.spec.key) === sig) || this.indexes.some((i) => canonicalKey(i.spec.key) === sig)) continue;
+      const misses = (this.shapeMisses.get(sig) ?? 0) + 1;
+      this.shapeMisses.set(sig, misses);
+      if (misses < 3) continue;
+      const index = new Index({ v: 2, key, name: `__aux_${this.auxIndexes.length}` });
+      for (const [rid, doc] of this.docs) index.add(rid, index.keysOf(doc));
+      this.auxIndexes.push(index);
+    }
   }
 
   allDocs(): Doc[] {

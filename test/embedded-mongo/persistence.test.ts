@@ -1,0 +1,96 @@
+// Durability of the embedded server's --dbpath mode (this file starts its own servers through the
+// `npm run db` entry point, whatever MONGODB_URI says): after kill -9 every acknowledged write is back.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, expect, it } from 'vitest';
+import { MongoClient } from 'mongodb';
+
+const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'embedded-mongo', 'cli.ts');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-mongo-'));
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const c of children) signal(c, 'SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function startServer(): Promise<{ child: ChildProcess; uri: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('npx', ['tsx', cli, '--port=0', `--dbpath=${dir}`], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    children.push(child);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /MONGODB_URI=(\S+)/.exec(out);
+      if (m) resolve({ child, uri: m[1] });
+    });
+    child.once('exit', (code) => reject(new Error(`server exited early with ${code}`)));
+  });
+}
+
+/** Signals the server's whole process group (npx, tsx and the node process serving). */
+function signal(child: ChildProcess, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, sig);
+  } catch {
+    // already gone
+  }
+}
+
+async function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  await new Promise((r) => child.once('exit', r));
+}
+
+it('loses no acknowledged write when the server is killed with SIGKILL', async () => {
+  const first = await startServer();
+  const client = await MongoClient.connect(first.uri, { serverSelectionTimeoutMS: 2000 });
+  const c = client.db('durable').collection('items');
+  await c.createIndex({ sku: 1 }, { unique: true });
+  const acknowledged: number[] = [];
+  for (let i = 0; i < 300; i++) {
+    await c.insertOne({ sku: i, qty: 0 });
+    acknowledged.push(i);
+  }
+  await c.updateMany({ sku: { $lt: 100 } }, { $inc: { qty: 5 } });
+  await c.deleteMany({ sku: { $gte: 290 } });
+  // Keep writing while the kill lands; whatever was acknowledged must survive.
+  let stop = false;
+  const writer = (async () => {
+    for (let i = 300; !stop; i++) {
+      try {
+        await c.insertOne({ sku: i, qty: 1 });
+        acknowledged.push(i);
+      } catch {
+        return;
+      }
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 300));
+  signal(first.child, 'SIGKILL');
+  await exited(first.child);
+  stop = true;
+  await writer;
+  await client.close(true).catch(() => undefined);
+
+  const second = await startServer();
+  const again = await MongoClient.connect(second.uri);
+  try {
+    const items = again.db('durable').collection('items');
+    const present = new Set((await items.find({}, { projection: { sku: 1 } }).toArray()).map((d) => d.sku as number));
+    const expected = acknowledged.filter((i) => i < 290 || i >= 300);
+    expect(expected.length).toBeGreaterThan(290);
+    expect(expected.filter((i) => !present.has(i))).toEqual([]);
+    expect(present.has(295)).toBe(false);
+    expect(await items.countDocuments({ qty: 5 })).toBe(100);
+    await expect(items.insertOne({ sku: 1 })).rejects.toMatchObject({ code: 11000 });
+    expect((await items.listIndexes().toArray()).map((i) => i.name)).toContain('sku_1');
+  } finally {
+    await again.close();
+    signal(second.child, 'SIGTERM');
+    await exited(second.child);
+  }
+}, 60_000);
