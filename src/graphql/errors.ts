@@ -26,19 +26,24 @@ const INTERNAL: GraphQLFormattedError = {
   extensions: { code: ERROR_CATALOG.internal_error.graphqlCode },
 };
 
-/** The AppError behind a GraphQL error (resolver errors are wrapped once, sometimes twice). */
+/**
+ * The AppError behind a GraphQL error (resolver errors are wrapped once, sometimes twice). Walks
+ * `originalError` without `instanceof GraphQLError`: a loader may hold graphql's CommonJS and ESM builds
+ * at once (vitest does), and an error from one is not an instance of the other's class.
+ */
 export function appErrorOf(error: unknown): AppError | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 4 && e; depth++) {
     if (isAppError(e)) return e;
-    e = e instanceof GraphQLError ? e.originalError : undefined;
+    e = typeof e === 'object' && 'originalError' in e ? (e as { originalError?: unknown }).originalError : undefined;
   }
   return undefined;
 }
 
 /** True when the error will be shown masked: a fault of ours, to be logged with the request id. */
 export function isMaskedError(error: unknown): boolean {
-  const formatted: GraphQLFormattedError = error instanceof GraphQLError ? error.toJSON() : { message: String(error) };
+  const formatted: GraphQLFormattedError =
+    typeof (error as GraphQLError | undefined)?.toJSON === 'function' ? (error as GraphQLError).toJSON() : { message: String(error) };
   return formatGraphQLError(formatted, error).extensions?.code === 'INTERNAL_SERVER_ERROR';
 }
 

@@ -80,7 +80,9 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     maxDepth: { n: config.GRAPHQL_MAX_DEPTH },
     maxAliases: { n: config.GRAPHQL_MAX_ALIASES },
     costLimit: { maxCost: config.GRAPHQL_MAX_COST },
-    maxTokens: { n: config.GRAPHQL_MAX_TOKENS },
+    // Tokens are limited by graphql-js' own parser option (parseOptions below): armor's token plugin
+    // turns every syntax error into a 500.
+    maxTokens: { enabled: false },
     // With introspection off, "Did you mean …" would leak the schema anyway.
     blockFieldSuggestion: { enabled: !config.GRAPHQL_INTROSPECTION },
   });
@@ -88,18 +90,20 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
 
   const apollo = new ApolloServer<GraphQLContext>({
     schema,
+    logger: log,
     introspection: config.GRAPHQL_INTROSPECTION,
     csrfPrevention: true,
     persistedQueries: false,
     allowBatchedHttpRequests: false,
     includeStacktraceInErrorResponses: false,
     validationRules: protection.validationRules,
+    parseOptions: { maxTokens: config.GRAPHQL_MAX_TOKENS },
     formatError: formatGraphQLError,
     // Cast: these packages resolve @apollo/server's CommonJS typings, structurally the same plugins.
     plugins: [
       ...(protection.plugins as unknown as ApolloServerPlugin<GraphQLContext>[]),
       fastifyApolloDrainPlugin(app) as unknown as ApolloServerPlugin<GraphQLContext>,
-      logMaskedErrors(),
+      logMaskedErrors(log),
       // No landing page: it loads a web IDE from a CDN, and the gateway is an API.
       ApolloServerPluginLandingPageDisabled(),
     ],
@@ -153,15 +157,13 @@ async function authenticateHttp(services: GraphQLServices, request: FastifyReque
 }
 
 /** Logs every error that reaches the client masked, with the request id to find it by. */
-function logMaskedErrors(): ApolloServerPlugin<GraphQLContext> {
+function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
   return {
     async requestDidStart() {
       return {
-        async didEncounterErrors({ errors, contextValue, logger }) {
+        async didEncounterErrors({ errors, contextValue }) {
           for (const err of errors) {
-            if (!isMaskedError(err)) continue;
-            const requestId = contextValue?.requestId;
-            logger.error(`graphql: masked internal error (requestId=${requestId}): ${err.originalError?.stack ?? err.stack ?? err.message}`);
+            if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
           }
         },
       };
