@@ -1,0 +1,112 @@
+import { randomUUID } from 'node:crypto';
+import { MongoClient, type Collection, type Document } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { JobRecord } from '../../src/domain/jobs/records.js';
+import { MongoJobEvents, type JobEventsMode } from '../../src/queue/job-events.js';
+
+/** Cross-process job events against the test database: both sources, one watcher per process. */
+
+let client: MongoClient;
+let jobs: Collection<Document>;
+
+beforeAll(async () => {
+  client = await MongoClient.connect(inject('mongoUri'));
+  jobs = client.db(`job_events_${process.pid}`).collection('jobs');
+});
+
+afterAll(async () => {
+  await client?.db(`job_events_${process.pid}`).dropDatabase().catch(() => undefined);
+  await client?.close();
+});
+
+function jobDoc(id: string) {
+  const now = new Date();
+  return {
+    _id: id,
+    accountId: 'a'.repeat(24),
+    keyId: 'b'.repeat(24),
+    status: 'queued',
+    totalImages: 1,
+    succeededImages: 0,
+    failedImages: 0,
+    creditsUsed: 1,
+    creditsRefunded: 0,
+    charged: true,
+    images: [{ index: 0, prompt: 'p', status: 'queued', attempt: 0, fileId: null, error: null, refund: 'none', startedAt: null, heartbeatAt: null, finishedAt: null }],
+    createdAt: now,
+    updatedAt: now,
+    completedAt: null,
+  };
+}
+
+async function waitFor<T>(get: () => T | undefined, timeoutMs = 5000): Promise<T> {
+  const start = Date.now();
+  for (;;) {
+    const v = get();
+    if (v !== undefined) return v;
+    if (Date.now() - start > timeoutMs) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe.each<JobEventsMode>(['changestream', 'poll'])('MongoJobEvents (%s)', (mode) => {
+  it('fans each change of a watched job out to all its listeners, once, and ignores other jobs', async () => {
+    let watchCalls = 0;
+    const counting = new Proxy(jobs, {
+      get(target, prop, receiver) {
+        if (prop === 'watch') watchCalls++;
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const events = new MongoJobEvents({ collection: counting, mode, pollMs: 50 });
+    await events.start();
+    try {
+      expect(events.activeMode).toBe(mode);
+      const id = randomUUID();
+      const other = randomUUID();
+      await jobs.insertMany([jobDoc(id), jobDoc(other)] as never[]);
+      const received: JobRecord[][] = Array.from({ length: 20 }, () => []);
+      const offs = received.map((list) => events.subscribe(id, (job) => list.push(job)));
+      const otherSeen: JobRecord[] = [];
+      events.subscribe(other, (job) => otherSeen.push(job));
+      await new Promise((r) => setTimeout(r, 150));
+      const before = received[0].length;
+
+      await jobs.updateOne({ _id: id } as never, { $set: { status: 'running', 'images.0.status': 'running', updatedAt: new Date(Date.now() + 5) } });
+      const running = await waitFor(() => received[0].find((j) => j.status === 'running'));
+      expect(running.id).toBe(id);
+      expect(running.images[0].status).toBe('running');
+      // A write that changes nothing a client sees (a heartbeat) is not an event.
+      await jobs.updateOne({ _id: id } as never, { $set: { 'images.0.heartbeatAt': new Date() } });
+      await jobs.updateOne({ _id: id } as never, { $set: { status: 'completed', updatedAt: new Date(Date.now() + 10) } });
+      await waitFor(() => received.every((l) => l.some((j) => j.status === 'completed')) || undefined);
+      for (const list of received) {
+        expect(list.slice(before).map((j) => j.status)).toEqual(['running', 'completed']);
+      }
+      // Whatever the number of subscribers: one probe and one stream, or none at all when polling.
+      expect(watchCalls).toBe(mode === 'changestream' ? 2 : 0);
+      for (const off of offs) off();
+      expect(events.listenerCount()).toBe(1);
+    } finally {
+      await events.close();
+    }
+  });
+});
+
+it('auto picks change streams where the deployment has them', async () => {
+  const events = new MongoJobEvents({ collection: jobs, mode: 'auto', pollMs: 50 });
+  await events.start();
+  try {
+    expect(['changestream', 'poll']).toContain(events.activeMode);
+    const probe = jobs.watch([], { maxAwaitTimeMS: 1 });
+    const hasStreams = await probe.tryNext().then(
+      () => true,
+      () => false,
+    );
+    await probe.close().catch(() => undefined);
+    expect(events.activeMode).toBe(hasStreams ? 'changestream' : 'poll');
+  } finally {
+    await events.close();
+  }
+});
