@@ -1,4 +1,6 @@
 import 'reflect-metadata';
+import { readFile } from 'node:fs/promises';
+import { buildClientSchema, getIntrospectionQuery, printSchema } from 'graphql';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createClient, type Client } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +13,7 @@ import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import type { DefinitionService, KeyAuthenticator } from '../../src/domain/ports.js';
 import type { Principal } from '../../src/domain/principal.js';
 import type { GraphQLServices } from '../../src/graphql/context.js';
+import { printSchemaFile } from '../../src/graphql/schema.js';
 import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql.js';
 import type { JobEvents, JobListener } from '../../src/queue/job-events.js';
 import { MemoryCredits, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
@@ -222,6 +225,20 @@ describe('GraphQL over HTTP', () => {
     const res = await post({ query: `{ me { credits } } # ${'x'.repeat(4000)}` });
     expect(res.status).toBe(413);
     expect(res.body.errors[0]).toEqual({ message: 'Request body too large', extensions: { code: 'BAD_USER_INPUT' } });
+  });
+});
+
+describe('schema.graphql', () => {
+  it('is the schema the server serves, byte for byte (run `npm run schema` when this fails)', async () => {
+    const file = await readFile(new URL('../../schema.graphql', import.meta.url), 'utf8');
+    expect(printSchemaFile(door.schema)).toBe(file);
+    // And what a client sees by introspection prints the same.
+    // (GET: this app's body limit is set tiny for the 413 test.)
+    const query = encodeURIComponent(getIntrospectionQuery({ descriptions: true, specifiedByUrl: true }));
+    const res = await fetch(`${url}?query=${query}`, { headers: { authorization: `Bearer ${KEY_A}`, 'apollo-require-preflight': '1' } });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as any;
+    expect(`${printSchema(buildClientSchema(body.data))}\n`).toBe(file);
   });
 });
 
