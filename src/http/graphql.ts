@@ -227,7 +227,7 @@ async function attachWebSocket(
         extra.socket.once('close', () => {
           set.delete(conn);
           if (set.size === 0 && byKey.get(keyId) === set) byKey.delete(keyId);
-          state.revoke.abort(new Error('connection closed'));
+          // Its subscriptions need nothing here: graphql-ws returns every open one on close.
         });
         return true;
       },

@@ -286,6 +286,19 @@ describe('GraphQL over WebSocket', () => {
     expect(events.listenerCount()).toBe(0);
   });
 
+  it('releases the job listener as soon as the client unsubscribes', async () => {
+    const created = await post({ query: 'mutation { generate(prompts: ["a"]) { jobId } }' });
+    const client = wsClient(`Bearer ${KEY_A}`);
+    const seen: unknown[] = [];
+    const unsubscribe = client.subscribe(
+      { query: `subscription { jobStatus(jobId: "${created.body.data.generate.jobId}") { status } }` },
+      { next: (r) => seen.push(r), error: () => undefined, complete: () => undefined },
+    );
+    await until(() => seen.length === 1 && events.listenerCount() === 1);
+    unsubscribe();
+    await until(() => events.listenerCount() === 0);
+  });
+
   it("treats another account's job as not found", async () => {
     const created = await post({ query: 'mutation { generate(prompts: ["a"]) { jobId } }' });
     const client = wsClient(`Bearer ${KEY_B}`);
