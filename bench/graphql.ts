@@ -1,0 +1,239 @@
+// Benchmark of the GraphQL door (not a test): `npx tsx bench/graphql.ts` (or `npm run bench:graphql`).
+// Every part runs in its own process, as in production: the embedded database (unless MONGODB_URI is
+// set), the gateway (`src/main.ts`, no in-process worker), an image worker (`workers/main.ts`), and
+// this client. Prints, in one run:
+//  1. push latency of `jobStatus`: from a worker's state write (the job's `updatedAt`, stamped by the
+//     worker just before its update) to the subscriber receiving the message, p50/p99, with the change
+//     stream source and with the polling fallback (JOB_EVENTS=changestream, then JOB_EVENTS=poll);
+//  2. throughput of the `lookup` mutation over HTTP against REST `POST /api/playground/query`, same
+//     gateway, same client, alternating rounds.
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const JOBS = Number(process.env.BENCH_JOBS ?? 40);
+const PROMPTS = Number(process.env.BENCH_PROMPTS ?? 4);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 500);
+
+const children = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
+
+function run(script: string, args: string[], env: Record<string, string>, readyPattern?: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray | null }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script), ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    child.once('exit', () => children.delete(child));
+    if (!readyPattern) return resolve({ child, match: null });
+    let out = '';
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = readyPattern.exec(out);
+      if (m) {
+        child.stdout!.off('data', onData);
+        child.stderr!.off('data', onData);
+        resolve({ child, match: m });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}:\n${out.slice(-2000)}`)));
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function cli(env: Record<string, string>, ...args: string[]): Promise<any> {
+  const { child } = await run('src/cli/main.ts', args, env);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise((r) => child.once('exit', r));
+  if (code !== 0) throw new Error(`cli ${args.join(' ')} failed: ${err}`);
+  return JSON.parse(out);
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const { port } = srv.address() as net.AddressInfo;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+async function startGateway(env: Record<string, string>): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort();
+  const { child } = await run('src/main.ts', [], { ...env, PORT: String(port), HOST: '127.0.0.1', IN_PROCESS_WORKER: 'false', LOG_LEVEL: 'warn' });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return { child, base };
+    if (child.exitCode !== null || i > 600) throw new Error('gateway did not become ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+
+function post(base: string, pathName: string, body: string, key: string): Promise<{ status: number; text: string }> {
+  const url = new URL(pathName, base);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${key}` } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function pct(sorted: number[], p: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function graphql(base: string, key: string, query: string, variables?: unknown): Promise<any> {
+  const res = await post(base, '/graphql', JSON.stringify({ query, variables }), key);
+  const body = JSON.parse(res.text);
+  if (body.errors) throw new Error(JSON.stringify(body.errors));
+  return body.data;
+}
+
+/** Starts jobs and subscribes to each; returns the push latencies (ms) of every change after the first message. */
+async function pushLatency(base: string, key: string): Promise<{ latencies: number[]; messages: number; jobs: number }> {
+  const client = createClient({ url: `${base.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: `Bearer ${key}` }, retryAttempts: 0 });
+  const latencies: number[] = [];
+  let messages = 0;
+  const prompts = Array.from({ length: PROMPTS }, (_, i) => `bench prompt ${i}`);
+  // A few jobs at a time, so the worker is busy but the gateway is not saturated by the client.
+  const inFlight = 4;
+  let next = 0;
+  const runOne = async () => {
+    const { generate } = await graphql(base, key, 'mutation($p: [String!]!) { generate(prompts: $p) { jobId } }', { p: prompts });
+    let first = true;
+    await new Promise<void>((resolve, reject) => {
+      client.subscribe(
+        { query: 'subscription($id: ID!) { jobStatus(jobId: $id) { status updatedAt } }', variables: { id: generate.jobId } },
+        {
+          next: (msg: any) => {
+            const now = Date.now();
+            messages++;
+            // The first message is the current state, sent on subscribing, not pushed by a change.
+            if (first) return void (first = false);
+            latencies.push(now - Date.parse(msg.data.jobStatus.updatedAt));
+          },
+          error: reject,
+          complete: resolve,
+        },
+      );
+    });
+  };
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < JOBS) {
+        next++;
+        await runOne();
+      }
+    }),
+  );
+  await client.dispose();
+  latencies.sort((a, b) => a - b);
+  return { latencies, messages, jobs: JOBS };
+}
+
+async function throughput(name: string, fn: () => Promise<boolean>): Promise<{ name: string; rps: number; p50: number; p99: number; failed: number }> {
+  const times: number[] = [];
+  let failed = 0;
+  const end = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        const ok = await fn();
+        times.push(performance.now() - t0);
+        if (!ok) failed++;
+      }
+    }),
+  );
+  times.sort((a, b) => a - b);
+  return { name, rps: times.length / SECONDS, p50: pct(times, 50), p99: pct(times, 99), failed };
+}
+
+async function main() {
+  let uri = process.env.MONGODB_URI;
+  if (!uri) {
+    const db = await run('src/embedded-mongo/cli.ts', ['--port=0'], {}, /MONGODB_URI=(\S+)/);
+    uri = db.match![1];
+  }
+  const env = { MONGODB_URI: uri, NODE_ENV: 'production' };
+  const account = await cli(env, 'account', 'create', '--name', 'graphql-bench', '--credits', '10000000');
+  const { key } = await cli(env, 'key', 'create', '--account', account.accountId, '--name', 'bench');
+  const worker = await run('workers/main.ts', [], { ...env, LOG_LEVEL: 'warn' });
+
+  console.log(`jobStatus push latency: ${JOBS} jobs x ${PROMPTS} images, worker in another process, builtin provider`);
+  for (const mode of ['changestream', 'poll'] as const) {
+    const gw = await startGateway({ ...env, JOB_EVENTS: mode, JOB_EVENTS_POLL_MS: String(POLL_MS) });
+    const r = await pushLatency(gw.base, key);
+    const label = mode === 'poll' ? `poll (${POLL_MS} ms)` : mode;
+    console.log(
+      `  ${label.padEnd(16)} p50 ${pct(r.latencies, 50).toFixed(1).padStart(6)} ms  p99 ${pct(r.latencies, 99).toFixed(1).padStart(6)} ms  (${r.latencies.length} pushes, ${r.messages} messages)`,
+    );
+    await stop(gw.child);
+  }
+  await stop(worker.child);
+
+  const gw = await startGateway({ ...env, JOB_EVENTS: 'changestream' });
+  const rest = () => post(gw.base, '/api/playground/query', JSON.stringify({ keyword: 'serendipity' }), key).then((r) => r.status === 200);
+  const gqlBody = JSON.stringify({ query: 'mutation($k: String!) { lookup(keyword: $k) { keyword definition credits } }', variables: { k: 'serendipity' } });
+  const gql = () => post(gw.base, '/graphql', gqlBody, key).then((r) => r.status === 200 && !r.text.includes('"errors"'));
+  // Warm-up (JIT, definition cache, connection pool), then alternate so drift hits both alike.
+  await throughput('warm-up', rest);
+  await throughput('warm-up', gql);
+  const rounds = [];
+  for (let i = 0; i < 2; i++) rounds.push(await throughput('REST POST /api/playground/query', rest), await throughput('GraphQL mutation lookup', gql));
+  console.log(`lookup throughput: ${CONCURRENCY} concurrent clients, ${SECONDS} s per round, 2 rounds each`);
+  for (const name of ['REST POST /api/playground/query', 'GraphQL mutation lookup']) {
+    const rs = rounds.filter((r) => r.name === name);
+    const rps = rs.reduce((a, r) => a + r.rps, 0) / rs.length;
+    console.log(`  ${name.padEnd(32)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${Math.max(...rs.map((r) => r.p50)).toFixed(1)} ms  p99 ${Math.max(...rs.map((r) => r.p99)).toFixed(1)} ms  failed ${rs.reduce((a, r) => a + r.failed, 0)}`);
+  }
+  const avg = (n: string) => rounds.filter((r) => r.name === n).reduce((a, r) => a + r.rps, 0) / 2;
+  console.log(`  GraphQL / REST = ${((100 * avg('GraphQL mutation lookup')) / avg('REST POST /api/playground/query')).toFixed(0)}%`);
+  await stop(gw.child);
+}
+
+main()
+  .then(async () => {
+    for (const c of [...children]) await stop(c);
+    agent.destroy();
+  })
+  .catch(async (err) => {
+    console.error(err);
+    for (const c of [...children]) await stop(c);
+    process.exit(1);
+  });
