@@ -214,7 +214,7 @@ async function main() {
   // Warm-up (JIT, definition cache, connection pool), then alternate so drift hits both alike.
   await throughput('warm-up', rest);
   await throughput('warm-up', gql);
-  const rounds = [];
+  const rounds: Awaited<ReturnType<typeof throughput>>[] = [];
   for (let i = 0; i < 2; i++) rounds.push(await throughput('REST POST /api/playground/query', rest), await throughput('GraphQL mutation lookup', gql));
   console.log(`lookup throughput: ${CONCURRENCY} concurrent clients, ${SECONDS} s per round, 2 rounds each`);
   for (const name of ['REST POST /api/playground/query', 'GraphQL mutation lookup']) {
