@@ -93,6 +93,18 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length < 0 ? -1 : a.length > b.length ? 1 : 0;
 }
 
+/** bson 7 keeps an ObjectId as four 24-bit integers (i0..i3); comparing them avoids building buffers. */
+function compareObjectIds(a: any, b: any): number {
+  if (typeof a.i0 === 'number' && typeof b.i0 === 'number') {
+    if (a.i0 !== b.i0) return a.i0 < b.i0 ? -1 : 1;
+    if (a.i1 !== b.i1) return a.i1 < b.i1 ? -1 : 1;
+    if (a.i2 !== b.i2) return a.i2 < b.i2 ? -1 : 1;
+    if (a.i3 !== b.i3) return a.i3 < b.i3 ? -1 : 1;
+    return 0;
+  }
+  return compareBytes((a as ObjectId).id, (b as ObjectId).id);
+}
+
 function compareObjects(a: Doc, b: Doc): number {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
@@ -139,7 +151,7 @@ export function compareValues(a: any, b: any): number {
       if (a.sub_type !== b.sub_type) return a.sub_type < b.sub_type ? -1 : 1;
       return compareBytes(a.buffer, b.buffer);
     case 8:
-      return compareBytes((a as ObjectId).id, (b as ObjectId).id);
+      return compareObjectIds(a, b);
     case 9:
       return a === b ? 0 : a ? 1 : -1;
     case 10: {

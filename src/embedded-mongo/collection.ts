@@ -78,6 +78,27 @@ export class Index {
     this.entries.delete(rid);
   }
 
+  /** Whether `rid` is indexed under exactly `keys` (an update that leaves this index alone). */
+  hasKeys(rid: number, keys: any[][]): boolean {
+    const list = this.entries.get(rid);
+    if (!list) return keys.length === 0;
+    if (list.length !== keys.length) return false;
+    for (let j = 0; j < keys.length; j++) {
+      const a = list[j].key;
+      const b = keys[j];
+      for (let i = 0; i < a.length; i++) {
+        if (typeRank(a[i]) !== typeRank(b[i]) || compareValues(a[i], b[i]) !== 0) return false;
+      }
+    }
+    return true;
+  }
+
+  setKeys(rid: number, keys: any[][]): void {
+    if (this.hasKeys(rid, keys)) return;
+    this.remove(rid);
+    this.add(rid, keys);
+  }
+
   /** A record other than `self` that already holds one of `keys`, for unique enforcement. */
   findDuplicate(keys: any[][], self: number | undefined): { rid: number; key: any[] } | undefined {
     const n = this.fields.length;
@@ -184,6 +205,17 @@ function keyMatches(v: any, fc: FieldCond): boolean {
   if (fc.points && !fc.points.some((p) => (p === null ? v === null : typeRank(v) === typeRank(p) && compareValues(v, p) === 0))) return false;
   if (fc.range && !inInterval(v, fc.range)) return false;
   return true;
+}
+
+/** The value of an `_id: v` / `_id: {$eq: v}` condition on a scalar, else undefined. */
+function idEquality(cond: unknown): unknown {
+  if (cond === undefined) return undefined;
+  if (isPlainObject(cond)) {
+    const keys = Object.keys(cond);
+    if (keys.length === 1 && keys[0] === '$eq' && isIndexableScalar(cond.$eq) && cond.$eq !== null) return cond.$eq;
+    return undefined;
+  }
+  return isIndexableScalar(cond) && cond !== null ? cond : undefined;
 }
 
 export type ScanPlan = {
@@ -366,6 +398,8 @@ function idealKey(conds: Map<string, FieldCond>, sort: SortSpec, declared: Set<s
 
 export class Collection {
   readonly docs = new Map<number, Doc>();
+  /** _id (canonical form) to record id: equality on _id is the hottest lookup. */
+  private readonly idMap = new Map<string, number>();
   readonly indexes: Index[] = [];
   private nextRid = 1;
   private readonly idIndex: Index;
@@ -396,8 +430,17 @@ export class Collection {
   private computeKeys(doc: Doc, self: number | undefined): any[][][] {
     const all: any[][][] = [];
     for (const index of this.indexes) {
+      if (index === this.idIndex) {
+        // _id is immutable and unique; the hash map answers the duplicate check.
+        if (self === undefined) {
+          const other = this.idMap.get(canonicalKey(doc._id));
+          if (other !== undefined) throw this.dupError(index, [doc._id]);
+        }
+        all.push(self === undefined ? [[doc._id]] : []);
+        continue;
+      }
       const keys = index.keysOf(doc);
-      if (index.spec.unique || index === this.idIndex) {
+      if (index.spec.unique && !(self !== undefined && index.hasKeys(self, keys))) {
         const dup = index.findDuplicate(keys, self);
         if (dup) throw this.dupError(index, dup.key);
       }
@@ -411,6 +454,7 @@ export class Collection {
     const keys = this.computeKeys(doc, undefined);
     const rid = this.nextRid++;
     this.docs.set(rid, doc);
+    this.idMap.set(canonicalKey(doc._id), rid);
     this.indexes.forEach((index, i) => index.add(rid, keys[i]));
     for (const aux of this.auxIndexes) aux.add(rid, aux.keysOf(doc));
     return rid;
@@ -419,25 +463,23 @@ export class Collection {
   replace(rid: number, doc: Doc): void {
     const keys = this.computeKeys(doc, rid);
     this.indexes.forEach((index, i) => {
-      index.remove(rid);
-      index.add(rid, keys[i]);
+      if (index !== this.idIndex) index.setKeys(rid, keys[i]);
     });
-    for (const aux of this.auxIndexes) {
-      aux.remove(rid);
-      aux.add(rid, aux.keysOf(doc));
-    }
+    for (const aux of this.auxIndexes) aux.setKeys(rid, aux.keysOf(doc));
     this.docs.set(rid, doc);
   }
 
   remove(rid: number): void {
+    const doc = this.docs.get(rid);
+    if (doc === undefined) return;
     for (const index of this.indexes) index.remove(rid);
     for (const aux of this.auxIndexes) aux.remove(rid);
+    this.idMap.delete(canonicalKey(doc._id));
     this.docs.delete(rid);
   }
 
   findRidById(id: unknown): number | undefined {
-    const dup = this.idIndex.findDuplicate([[id]], undefined);
-    return dup?.rid;
+    return this.idMap.get(canonicalKey(id));
   }
 
   addIndex(spec: IndexSpec): void {
@@ -471,6 +513,16 @@ export class Collection {
    */
   query(filter: Doc | undefined, opts: { sort?: SortSpec; limit?: number; skip?: number } = {}, stats?: QueryStats): Array<[number, Doc]> {
     const pred = compileFilter(filter);
+    const idValue = filter ? idEquality(filter._id) : undefined;
+    if (idValue !== undefined) {
+      // At most one document can match; no planning needed.
+      const rid = this.idMap.get(canonicalKey(idValue));
+      const doc = rid === undefined ? undefined : this.docs.get(rid);
+      if (stats) stats.keysExamined++;
+      if (rid === undefined || doc === undefined) return [];
+      if (stats) stats.docsExamined++;
+      return pred(doc) && !(opts.skip && opts.skip > 0) ? [[rid, doc]] : [];
+    }
     const sort = opts.sort ?? [];
     const want = opts.limit && opts.limit > 0 ? opts.limit + (opts.skip ?? 0) : Infinity;
     const plans = this.plan(filter ?? {});

@@ -296,18 +296,21 @@ const del: Handler = (engine, cmd, ctx) => {
   return writeErrors.length > 0 ? { n, writeErrors, ok: 1 } : { n, ok: 1 };
 };
 
+function shapeDoc(d: Doc, project: ((d: Doc) => Doc) | undefined): Doc {
+  return project ? project(d) : d;
+}
+
 const findAndModify: Handler = (engine, cmd, ctx) => {
   const name = collName(cmd, Object.keys(cmd)[0]);
   const filter = (cmd.query ?? {}) as Doc;
   const project = compileProjection(cmd.fields, filter);
-  const shape = (d: Doc | null): Doc | null => (d && project ? project(d) : d);
   const coll = engine.getCollection(ctx.db, name);
   const [row] = findRows(coll, filter, cmd.sort, 1);
   if (cmd.remove) {
     if (cmd.update !== undefined) throw new MongoError(9, 'Cannot specify both an update and remove=true', 'FailedToParse');
     if (!row) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
     engine.remove(coll!, row[0]);
-    return { lastErrorObject: { n: 1 }, value: shape(row[1]), ok: 1 };
+    return { lastErrorObject: { n: 1 }, value: shapeDoc(row[1], project), ok: 1 };
   }
   if (cmd.update === undefined) throw new MongoError(9, 'Either an update or remove=true must be specified', 'FailedToParse');
   validateUpdate(cmd.update);
@@ -315,14 +318,14 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
     const [rid, before] = row;
     const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters });
     if (out.modified) engine.replace(coll!, rid, before, out.doc, out.description);
-    return { lastErrorObject: { n: 1, updatedExisting: true }, value: shape(cmd.new ? out.doc : before), ok: 1 };
+    return { lastErrorObject: { n: 1, updatedExisting: true }, value: shapeDoc(cmd.new ? out.doc : before, project), ok: 1 };
   }
   if (!cmd.upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
   const target = engine.ensureCollection(ctx.db, name);
   const doc = upsertDocument(filter, cmd.update, cmd.arrayFilters);
   checkFieldNames(doc);
   engine.insert(target, doc);
-  return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shape(doc) : null, ok: 1 };
+  return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shapeDoc(doc, project) : null, ok: 1 };
 };
 
 const count: Handler = (engine, cmd, ctx) => {
@@ -444,6 +447,18 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
   return { cursor: { firstBatch, id, ns, postBatchResumeToken: resumeToken(stream.after) }, operationTime: engine.clusterTime(), ok: 1 };
 }
 
+function isCountGroup(stage: Doc): boolean {
+  const group = stage.$group;
+  if (!isPlainObject(group)) return false;
+  const keys = Object.keys(group);
+  if (keys.length !== 2 || keys[0] !== '_id') return false;
+  const id = group._id;
+  if (typeof id === 'string' && id.startsWith('$')) return false;
+  if (isPlainObject(id) || Array.isArray(id)) return false;
+  const acc = group[keys[1]];
+  return isPlainObject(acc) && Object.keys(acc).length === 1 && acc.$sum === 1;
+}
+
 const aggregate: Handler = (engine, cmd, ctx) => {
   const pipeline = cmd.pipeline as Doc[] | undefined;
   if (!Array.isArray(pipeline)) throw new MongoError(9, "'pipeline' option must be specified as an array", 'FailedToParse');
@@ -485,7 +500,23 @@ const aggregate: Handler = (engine, cmd, ctx) => {
         }
       }
     }
-    source = findRows(coll, filter, sort, limit).map(([, d]) => deepCopy(d));
+    let skip: number | undefined;
+    if (filter !== undefined && sort === undefined && stages[0] && '$skip' in stages[0]) {
+      skip = Number(stages[0].$skip);
+      stages = stages.slice(1);
+    }
+    if (filter !== undefined && limit === undefined && stages[0] && '$limit' in stages[0]) {
+      limit = Number(stages[0].$limit);
+      stages = stages.slice(1);
+    }
+    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip }) : [];
+    // countDocuments() sends [$match, ($skip), ($limit), {$group: {_id: 1, n: {$sum: 1}}}]: count directly.
+    if (stages.length === 1 && isCountGroup(stages[0])) {
+      const group = stages[0].$group as Doc;
+      const counted = rows.length === 0 ? [] : [{ _id: group._id, [Object.keys(group)[1]]: rows.length }];
+      return cursorReply(engine, `${ctx.db}.${name}`, counted, cmd.cursor?.batchSize);
+    }
+    source = rows.map(([, d]) => deepCopy(d));
   }
   let outTarget: string | undefined;
   const last = stages[stages.length - 1];
@@ -748,19 +779,39 @@ export const COMMANDS: Record<string, Handler> = {
   explain,
 };
 
-/** Runs one command; errors come back as mongod-shaped `ok: 0` replies. */
-export async function runCommand(engine: Engine, body: Doc, ctx: CommandContext): Promise<Doc> {
+/**
+ * Runs one command; errors come back as mongod-shaped `ok: 0` replies. Synchronous except for
+ * commands that wait (a getMore on a change stream), so most commands finish in one turn.
+ */
+export function runCommand(engine: Engine, body: Doc, ctx: CommandContext): Doc | Promise<Doc> {
   const name = Object.keys(body)[0];
+  let result: Doc | Promise<Doc>;
   try {
     if (body.txnNumber !== undefined || body.startTransaction !== undefined || body.autocommit !== undefined) refuseTransactions();
     const handler = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!handler) throw commandNotFound(name);
-    const result = handler(engine, body, ctx);
-    return result instanceof Promise ? await result : result;
+    result = handler(engine, body, ctx);
   } catch (e) {
-    if (e instanceof MongoError) return e.toReply();
-    return { ok: 0, errmsg: (e as Error).message ?? String(e), code: 1, codeName: 'InternalError' };
-  } finally {
     engine.commit();
+    return errorReply(e);
   }
+  if (result instanceof Promise) {
+    return result.then(
+      (r) => {
+        engine.commit();
+        return r;
+      },
+      (e: unknown) => {
+        engine.commit();
+        return errorReply(e);
+      },
+    );
+  }
+  engine.commit();
+  return result;
+}
+
+function errorReply(e: unknown): Doc {
+  if (e instanceof MongoError) return e.toReply();
+  return { ok: 0, errmsg: (e as Error)?.message ?? String(e), code: 1, codeName: 'InternalError' };
 }

@@ -77,16 +77,31 @@ function eqMatch(values: any[], x: any): boolean {
   return false;
 }
 
+function cmpOne(v: any, x: any, rx: number, test: (c: number) => boolean): boolean {
+  if (x === null) return (v === null || v === undefined) && test(0);
+  return typeRank(v) === rx && test(compareValues(v, x));
+}
+
 function cmpMatch(values: any[], x: any, test: (c: number) => boolean): boolean {
   const rx = typeRank(x);
-  const check = (v: any): boolean => {
-    if (x === null) return (v === null || v === undefined) && test(0);
-    return typeRank(v) === rx && test(compareValues(v, x));
-  };
   for (const v of values) {
-    if (check(v)) return true;
-    if (Array.isArray(v)) for (const el of v) if (check(el)) return true;
+    if (cmpOne(v, x, rx, test)) return true;
+    if (Array.isArray(v)) for (const el of v) if (cmpOne(el, x, rx, test)) return true;
   }
+  return false;
+}
+
+const GT = (c: number): boolean => c > 0;
+const GTE = (c: number): boolean => c >= 0;
+const LT = (c: number): boolean => c < 0;
+const LTE = (c: number): boolean => c <= 0;
+
+function fieldValues(doc: Doc, path: string, parts: string[]): any[] {
+  return parts.length === 1 ? [doc[path]] : pathValues(doc, parts);
+}
+
+function inMatch(values: any[], list: any[]): boolean {
+  for (const item of list) if (eqMatch(values, item)) return true;
   return false;
 }
 
@@ -94,51 +109,42 @@ type Compiled = { fast: true; pred: Predicate } | { fast: false };
 
 function compileField(path: string, cond: any): Predicate | undefined {
   const parts = path.split('.');
-  const simpleTop = parts.length === 1;
-  const values = simpleTop
-    ? (doc: Doc): any[] => [doc[path]]
-    : (doc: Doc): any[] => pathValues(doc, parts);
   const isOperatorObject = isPlainObject(cond) && Object.keys(cond).length > 0 && Object.keys(cond).every((k) => k.startsWith('$'));
   if (!isOperatorObject) {
     if (!isSimpleValue(cond)) return undefined;
-    return (doc) => eqMatch(values(doc), cond);
+    return (doc) => eqMatch(fieldValues(doc, path, parts), cond);
   }
   const preds: Predicate[] = [];
   for (const [op, x] of Object.entries(cond as Doc)) {
     switch (op) {
       case '$eq':
         if (!isSimpleValue(x)) return undefined;
-        preds.push((doc) => eqMatch(values(doc), x));
+        preds.push((doc) => eqMatch(fieldValues(doc, path, parts), x));
         break;
       case '$ne':
         if (!isSimpleValue(x)) return undefined;
-        preds.push((doc) => !eqMatch(values(doc), x));
+        preds.push((doc) => !eqMatch(fieldValues(doc, path, parts), x));
         break;
       case '$gt':
       case '$gte':
       case '$lt':
       case '$lte': {
         if (!isSimpleValue(x) || Array.isArray(x)) return undefined;
-        const test =
-          op === '$gt' ? (c: number) => c > 0 : op === '$gte' ? (c: number) => c >= 0 : op === '$lt' ? (c: number) => c < 0 : (c: number) => c <= 0;
-        preds.push((doc) => cmpMatch(values(doc), x, test));
+        const test = op === '$gt' ? GT : op === '$gte' ? GTE : op === '$lt' ? LT : LTE;
+        preds.push((doc) => cmpMatch(fieldValues(doc, path, parts), x, test));
         break;
       }
       case '$in':
       case '$nin': {
         if (!Array.isArray(x) || !x.every(isSimpleValue)) return undefined;
         const list = x as any[];
-        const inPred: Predicate = (doc) => {
-          const vs = values(doc);
-          for (const item of list) if (eqMatch(vs, item)) return true;
-          return false;
-        };
-        preds.push(op === '$in' ? inPred : (doc) => !inPred(doc));
+        if (op === '$in') preds.push((doc) => inMatch(fieldValues(doc, path, parts), list));
+        else preds.push((doc) => !inMatch(fieldValues(doc, path, parts), list));
         break;
       }
       case '$exists': {
         const want = Boolean(x);
-        preds.push((doc) => values(doc).some((v) => v !== undefined) === want);
+        preds.push((doc) => fieldValues(doc, path, parts).some((v) => v !== undefined) === want);
         break;
       }
       default:

@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { Doc } from './bson-order.js';
 import { runCommand, type CommandContext } from './commands.js';
 import { Engine } from './engine.js';
-import { MessageReader, encodeMsg, encodeReply, parseMessage } from './wire.js';
+import { MessageReader, encodeMsg, encodeReply, parseMessage, type Request } from './wire.js';
 
 export type ServerOptions = { port: number; host: string; dbPath?: string; ttlIntervalMs?: number };
 
@@ -44,39 +44,55 @@ export class EmbeddedServer {
     const ctx: CommandContext = { db: 'admin', connectionId: this.nextConnectionId++, startedAt: this.startedAt };
     // Requests on one connection are answered in order; a waiting getMore holds the ones behind it,
     // as mongod does (drivers never pipeline on a connection anyway).
-    let queue: Promise<void> = Promise.resolve();
+    const pending: Buffer[] = [];
+    let waiting = false;
+    const drain = (): void => {
+      while (!waiting && pending.length > 0) {
+        const r = this.handle(socket, pending.shift()!, ctx);
+        if (r) {
+          waiting = true;
+          void r.then(() => {
+            waiting = false;
+            drain();
+          });
+        }
+      }
+    };
     socket.on('data', (data) => {
-      let messages: Buffer[];
       try {
-        messages = reader.push(data);
+        for (const m of reader.push(data)) pending.push(m);
       } catch {
         socket.destroy();
         return;
       }
-      for (const m of messages) queue = queue.then(() => this.handle(socket, m, ctx));
+      drain();
     });
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => socket.destroy());
   }
 
-  private async handle(socket: net.Socket, message: Buffer, ctx: CommandContext): Promise<void> {
-    let req;
+  /** Runs one request; returns a promise only when the command has to wait. */
+  private handle(socket: net.Socket, message: Buffer, ctx: CommandContext): Promise<void> | undefined {
+    let req: Request;
     try {
       req = parseMessage(message);
     } catch {
       socket.destroy();
-      return;
-    }
-    if (req.kind === 'query') {
-      const db = req.collection.split('.')[0];
-      const reply = await runCommand(this.engine, req.body, { ...ctx, db });
-      if (!socket.destroyed) socket.write(encodeReply(req.requestId, reply));
-      return;
+      return undefined;
     }
     const body: Doc = req.body;
-    const db = typeof body.$db === 'string' ? body.$db : 'admin';
-    const reply = await runCommand(this.engine, body, { ...ctx, db });
-    if (!req.moreToCome && !socket.destroyed) socket.write(encodeMsg(req.requestId, reply));
+    const db = req.kind === 'query' ? req.collection.split('.')[0] : typeof body.$db === 'string' ? body.$db : 'admin';
+    ctx.db = db;
+    const reply = runCommand(this.engine, body, ctx);
+    if (reply instanceof Promise) return reply.then((r) => this.respond(socket, req, r));
+    this.respond(socket, req, reply);
+    return undefined;
+  }
+
+  private respond(socket: net.Socket, req: Request, reply: Doc): void {
+    if (socket.destroyed) return;
+    if (req.kind === 'query') socket.write(encodeReply(req.requestId, reply));
+    else if (!req.moreToCome) socket.write(encodeMsg(req.requestId, reply));
   }
 
   /** Removes documents whose TTL index date is older than expireAfterSeconds (mongod's TTL monitor). */

@@ -36,26 +36,52 @@ export class SortedIndex {
     return lo;
   }
 
+  // Entry-keyed searches (no probe closure: these run on every write).
+  private findBlockOf(e: Entry): number {
+    const cmp = this.cmp;
+    let lo = 0;
+    let hi = this.blocks.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const b = this.blocks[mid];
+      if (cmp(b[b.length - 1], e) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private lowerBoundOf(block: Entry[], e: Entry): number {
+    const cmp = this.cmp;
+    let lo = 0;
+    let hi = block.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cmp(block[mid], e) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   insert(e: Entry): void {
     this.size++;
     if (this.blocks.length === 0) {
       this.blocks.push([e]);
       return;
     }
-    const probe = (x: Entry): number => this.cmp(x, e);
-    let bi = this.findBlock(probe);
+    let bi = this.findBlockOf(e);
     if (bi === this.blocks.length) bi--;
     const block = this.blocks[bi];
-    block.splice(SortedIndex.lowerBound(block, probe), 0, e);
+    const at = this.lowerBoundOf(block, e);
+    if (at === block.length) block.push(e);
+    else block.splice(at, 0, e);
     if (block.length > MAX_BLOCK) this.blocks.splice(bi + 1, 0, block.splice(MAX_BLOCK >> 1));
   }
 
   remove(e: Entry): boolean {
-    const probe = (x: Entry): number => this.cmp(x, e);
-    const bi = this.findBlock(probe);
+    const bi = this.findBlockOf(e);
     if (bi === this.blocks.length) return false;
     const block = this.blocks[bi];
-    const i = SortedIndex.lowerBound(block, probe);
+    const i = this.lowerBoundOf(block, e);
     if (i >= block.length || this.cmp(block[i], e) !== 0) return false;
     block.splice(i, 1);
     if (block.length === 0) this.blocks.splice(bi, 1);

@@ -74,17 +74,28 @@ export function parseMessage(msg: Buffer): Request {
 }
 
 let nextResponseId = 1;
+// Replies are serialized once into this scratch buffer, then copied out in one allocation.
+let scratch = Buffer.allocUnsafe(1024 * 1024);
 
 export function encodeMsg(responseTo: number, body: Doc): Buffer {
-  const payload = BSON.serialize(body);
-  const header = Buffer.alloc(21);
-  header.writeInt32LE(21 + payload.length, 0);
-  header.writeInt32LE(nextResponseId++ & 0x7fffffff, 4);
-  header.writeInt32LE(responseTo, 8);
-  header.writeInt32LE(OP_MSG, 12);
-  header.writeUInt32LE(0, 16);
-  header[20] = 0;
-  return Buffer.concat([header, payload]);
+  let end: number;
+  try {
+    end = BSON.serializeWithBufferAndIndex(body, scratch, { index: 21 });
+  } catch {
+    // Too big for the scratch buffer: grow it and retry (a genuine error throws again).
+    scratch = Buffer.allocUnsafe(Math.max(scratch.length * 2, BSON.calculateObjectSize(body) + 64));
+    end = BSON.serializeWithBufferAndIndex(body, scratch, { index: 21 });
+  }
+  const size = end + 1;
+  const out = Buffer.allocUnsafe(size);
+  scratch.copy(out, 0, 0, size);
+  out.writeInt32LE(size, 0);
+  out.writeInt32LE(nextResponseId++ & 0x7fffffff, 4);
+  out.writeInt32LE(responseTo, 8);
+  out.writeInt32LE(OP_MSG, 12);
+  out.writeUInt32LE(0, 16);
+  out[20] = 0;
+  return out;
 }
 
 export function encodeReply(responseTo: number, body: Doc): Buffer {

@@ -116,15 +116,15 @@ describe('CRUD semantics', () => {
   });
 
   it('supports $push, $pull, positional updates and arrayFilters', async () => {
-    const c = db.collection('arrays');
-    await c.insertOne({ _id: 1 as any, tags: ['a'], items: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }] });
-    await c.updateOne({ _id: 1 as any }, { $push: { tags: { $each: ['b', 'c'] } } });
-    await c.updateOne({ _id: 1 as any }, { $pull: { tags: 'a' } });
-    await c.updateOne({ _id: 1 as any }, { $set: { 'items.$[e].v': 20 } }, { arrayFilters: [{ 'e.k': 'b' }] });
-    await c.updateOne({ _id: 1 as any, 'items.k': 'a' }, { $inc: { 'items.$.v': 10 } });
-    await c.updateOne({ _id: 1 as any }, { $pull: { items: { v: { $gte: 20 } } } });
-    await c.updateOne({ _id: 1 as any }, { $addToSet: { tags: 'b' } });
-    expect(await c.findOne({ _id: 1 as any })).toEqual({ _id: 1, tags: ['b', 'c'], items: [{ k: 'a', v: 11 }] });
+    const c = db.collection<{ _id: number; tags: string[]; items: Array<{ k: string; v: number }> }>('arrays');
+    await c.insertOne({ _id: 1, tags: ['a'], items: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }] });
+    await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['b', 'c'] } } });
+    await c.updateOne({ _id: 1 }, { $pull: { tags: 'a' } });
+    await c.updateOne({ _id: 1 }, { $set: { 'items.$[e].v': 20 } }, { arrayFilters: [{ 'e.k': 'b' }] });
+    await c.updateOne({ _id: 1, 'items.k': 'a' }, { $inc: { 'items.$.v': 10 } });
+    await c.updateOne({ _id: 1 }, { $pull: { items: { v: { $gte: 20 } } } });
+    await c.updateOne({ _id: 1 }, { $addToSet: { tags: 'b' } });
+    expect(await c.findOne({ _id: 1 })).toEqual({ _id: 1, tags: ['b', 'c'], items: [{ k: 'a', v: 11 }] });
   });
 
   it('updates many, deletes and reports counts', async () => {

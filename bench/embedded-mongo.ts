@@ -1,0 +1,140 @@
+// Benchmark of the embedded MongoDB server (not a test): `npx tsx bench/embedded-mongo.ts`.
+// The server runs in its own process so its CPU time can be read from /proc; prints guarded
+// findOneAndUpdate by _id and insertOne at 10 and at 100,000 documents, and Agenda drain rates.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MongoClient, ObjectId, type Collection } from 'mongodb';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cli = path.join(root, 'src', 'embedded-mongo', 'cli.ts');
+const worker = path.join(root, 'test', 'embedded-mongo', 'fixtures', 'agenda-worker.ts');
+const CLK_TCK = 100; // Linux USER_HZ
+
+const OPS = Number(process.env.BENCH_OPS ?? 20_000);
+const CONCURRENCY = 16;
+const AGENDA_JOBS = Number(process.env.BENCH_AGENDA_JOBS ?? 10_000);
+
+function startServer(): Promise<{ child: ChildProcess; uri: string }> {
+  return new Promise((resolve, reject) => {
+    // node --import tsx keeps the server in one process whose CPU time /proc reports.
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /MONGODB_URI=(\S+)/.exec(out);
+      if (m) resolve({ child, uri: m[1] });
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+}
+
+/** CPU microseconds (user + system) the process has used so far. */
+function cpuMicros(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
+}
+
+async function runConcurrent(total: number, op: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < total) await op(next++);
+    }),
+  );
+}
+
+type Figure = { opsPerSec: number; cpuMicrosPerOp: number };
+
+async function measure(pid: number, total: number, op: (i: number) => Promise<unknown>): Promise<Figure> {
+  await runConcurrent(Math.min(2000, total), op); // warm-up
+  const cpu0 = cpuMicros(pid);
+  const t0 = performance.now();
+  await runConcurrent(total, op);
+  const ms = performance.now() - t0;
+  const cpu = cpuMicros(pid) - cpu0;
+  return { opsPerSec: Math.round((total / ms) * 1000), cpuMicrosPerOp: Math.round(cpu / total) };
+}
+
+async function fill(c: Collection, n: number): Promise<void> {
+  const batch = 1000;
+  for (let i = 0; i < n; i += batch) {
+    await c.insertMany(Array.from({ length: Math.min(batch, n - i) }, (_, j) => ({ credits: 1_000_000_000, n: i + j, owner: `acct-${i + j}` })));
+  }
+}
+
+async function crudFigures(uri: string, pid: number, size: number): Promise<{ fau: Figure; insert: Figure }> {
+  const client = await MongoClient.connect(uri, { maxPoolSize: CONCURRENCY });
+  const db = client.db(`bench_${size}`);
+  await db.dropDatabase();
+  const balances = db.collection('balances');
+  await fill(balances, size);
+  const ids = (await balances.find({}, { projection: { _id: 1 } }).limit(10).toArray()).map((d) => d._id as ObjectId);
+  const fau = await measure(pid, OPS, (i) =>
+    balances.findOneAndUpdate({ _id: ids[i % ids.length], credits: { $gte: 1 } }, { $inc: { credits: -1 } }, { returnDocument: 'after' }),
+  );
+  const inserts = db.collection('inserts');
+  await fill(inserts, size);
+  const insert = await measure(pid, OPS, (i) => inserts.insertOne({ credits: 5, n: size + i, owner: `new-${i}` }));
+  await db.dropDatabase();
+  await client.close();
+  return { fau, insert };
+}
+
+function runWorker(uri: string, dbName: string, name: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', worker, uri, dbName, name, 'noop'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!).processed) : reject(new Error(`worker exited ${code}`))));
+  });
+}
+
+async function agendaFigure(uri: string, workers: number): Promise<{ jobsPerSec: number; processed: number }> {
+  const client = await MongoClient.connect(uri);
+  const dbName = `bench_agenda_${workers}`;
+  const db = client.db(dbName);
+  await db.dropDatabase();
+  const jobs = db.collection('jobs');
+  // The same documents Agenda's now() writes, inserted in bulk so only the drain is timed.
+  for (let i = 0; i < AGENDA_JOBS; i += 1000) {
+    const now = new Date();
+    await jobs.insertMany(
+      Array.from({ length: Math.min(1000, AGENDA_JOBS - i) }, (_, j) => ({
+        name: 'noop',
+        data: { n: i + j },
+        type: 'normal',
+        priority: 0,
+        nextRunAt: now,
+        lastModifiedBy: null,
+      })),
+    );
+  }
+  const t0 = performance.now();
+  const counts = await Promise.all(Array.from({ length: workers }, (_, i) => runWorker(uri, dbName, `w${i}`)));
+  const ms = performance.now() - t0;
+  const processed = counts.reduce((a, b) => a + b, 0);
+  await db.dropDatabase();
+  await client.close();
+  return { jobsPerSec: Math.round((processed / ms) * 1000), processed };
+}
+
+const { child, uri } = await startServer();
+try {
+  console.log(`embedded-mongo benchmark on ${os.cpus().length} CPU(s), ${OPS} ops per figure, concurrency ${CONCURRENCY}`);
+  for (const size of [10, 100_000]) {
+    const { fau, insert } = await crudFigures(uri, child.pid!, size);
+    console.log(`guarded findOneAndUpdate by _id @ ${size} docs: ${fau.opsPerSec} ops/s, ${fau.cpuMicrosPerOp} µs server CPU/op`);
+    console.log(`insertOne @ ${size} docs: ${insert.opsPerSec} ops/s, ${insert.cpuMicrosPerOp} µs server CPU/op`);
+  }
+  for (const workers of [1, 2]) {
+    const { jobsPerSec, processed } = await agendaFigure(uri, workers);
+    const once = processed === AGENDA_JOBS ? 'exactly once' : `NOT exactly once: ${processed} runs`;
+    console.log(`Agenda drain of ${AGENDA_JOBS} no-op jobs with ${workers} worker(s): ${jobsPerSec} jobs/s (${once}, includes worker start-up)`);
+  }
+} finally {
+  child.kill('SIGTERM');
+}
