@@ -1,0 +1,95 @@
+import { Types, type Connection, type Model } from 'mongoose';
+import type { Collection, Document } from 'mongodb';
+import type { AccountRecord, AccountStore, ApplyResult } from '../domain/credits/records.js';
+import { OPS_KEPT, accountModel, type AccountDoc } from './models/account.js';
+
+/**
+ * Accounts and balances on MongoDB. Balance changes go straight to the driver (no mongoose document
+ * layer): they are on every request's path, and each is exactly one guarded findOneAndUpdate.
+ */
+export class MongoAccountStore implements AccountStore {
+  private readonly model: Model<AccountDoc>;
+  private readonly collection: Collection<AccountDoc>;
+
+  constructor(connection: Connection) {
+    this.model = accountModel(connection);
+    this.collection = nativeCollection<AccountDoc>(connection, this.model.collection.collectionName);
+  }
+
+  async init(): Promise<void> {
+    await this.model.createCollection().catch(ignoreExists);
+    await this.model.createIndexes();
+  }
+
+  async create(name: string, credits: number, now: Date): Promise<AccountRecord> {
+    const doc = await this.model.create({ name, credits, ops: [], createdAt: now, updatedAt: now });
+    return toRecord(doc.toObject());
+  }
+
+  async find(accountId: string): Promise<AccountRecord | null> {
+    const _id = toObjectId(accountId);
+    if (!_id) return null;
+    const doc = await this.collection.findOne({ _id }, { projection: { ops: 0 } });
+    return doc ? toRecord(doc) : null;
+  }
+
+  async isEmpty(): Promise<boolean> {
+    return (await this.collection.findOne({}, { projection: { _id: 1 } })) === null;
+  }
+
+  async apply(accountId: string, delta: number, opId: string): Promise<ApplyResult> {
+    const _id = toObjectId(accountId);
+    if (!_id) return { kind: 'unknown_account' };
+    const filter: Record<string, unknown> = { _id, ops: { $ne: opId } };
+    // The guard: a charge only matches while the balance covers it, so it can never go below zero.
+    if (delta < 0) filter.credits = { $gte: -delta };
+    const after = await this.collection.findOneAndUpdate(
+      filter,
+      { $inc: { credits: delta }, $push: { ops: { $each: [opId], $slice: -OPS_KEPT } }, $set: { updatedAt: new Date() } },
+      { returnDocument: 'after', projection: { credits: 1 } },
+    );
+    if (after) return { kind: 'applied', balance: after.credits };
+    // No match: tell apart an operation already applied, a balance too low and an unknown account.
+    const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ops: { $elemMatch: { $eq: opId } } } });
+    if (!state) return { kind: 'unknown_account' };
+    if (state.ops?.length) return { kind: 'already_applied', balance: state.credits };
+    return { kind: 'insufficient', balance: state.credits };
+  }
+
+  async voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'> {
+    const _id = toObjectId(accountId);
+    if (!_id) return 'unknown_account';
+    const res = await this.collection.updateOne(
+      { _id, ops: { $ne: opId } },
+      { $push: { ops: { $each: [opId], $slice: -OPS_KEPT } }, $set: { updatedAt: new Date() } },
+    );
+    if (res.matchedCount === 1) return 'voided';
+    return (await this.collection.countDocuments({ _id }, { limit: 1 })) ? 'already_applied' : 'unknown_account';
+  }
+
+  async balances(accountIds: readonly string[]): Promise<(number | null)[]> {
+    const ids = accountIds.map(toObjectId).filter((x): x is Types.ObjectId => x !== null);
+    const docs = ids.length ? await this.collection.find({ _id: { $in: ids } }, { projection: { credits: 1 } }).toArray() : [];
+    const byId = new Map(docs.map((d) => [d._id.toHexString(), d.credits]));
+    return accountIds.map((id) => byId.get(id.toLowerCase()) ?? null);
+  }
+}
+
+/** The driver's own collection object: no mongoose layer on hot paths. */
+export function nativeCollection<T extends Document>(connection: Connection, name: string): Collection<T> {
+  if (!connection.db) throw new Error('the database connection is not open');
+  return connection.db.collection<T>(name);
+}
+
+export function toObjectId(id: string): Types.ObjectId | null {
+  return typeof id === 'string' && /^[0-9a-fA-F]{24}$/.test(id) ? new Types.ObjectId(id) : null;
+}
+
+export function ignoreExists(err: unknown): void {
+  if ((err as { codeName?: string; code?: number }).codeName === 'NamespaceExists' || (err as { code?: number }).code === 48) return;
+  throw err;
+}
+
+function toRecord(doc: Pick<AccountDoc, '_id' | 'name' | 'credits' | 'createdAt'>): AccountRecord {
+  return { id: doc._id.toHexString(), name: doc.name, credits: doc.credits, createdAt: doc.createdAt };
+}

@@ -1,0 +1,38 @@
+/** Audit trail entries (kept 90 days by a TTL index; exported per account as JSON lines). */
+export const AUDIT_EVENTS = ['account.created', 'key.created', 'key.deleted', 'credits.granted', 'credits.refunded'] as const;
+export type AuditEvent = (typeof AUDIT_EVENTS)[number];
+
+/** Who did it and from where: a console/CLI user, an API request, or a worker. */
+export interface AuditActor {
+  /** e.g. `cli:alice`, `worker`, `gateway`. */
+  actor: string;
+  /** IP address of the requester; null when not over the network (CLI, workers). */
+  ip: string | null;
+  /** Host name of the machine that performed the change. */
+  host: string;
+}
+
+export interface AuditEntryInput extends AuditActor {
+  event: AuditEvent;
+  accountId: string;
+  keyId?: string | null;
+  keyPrefix?: string | null;
+  /** Credits granted or refunded. */
+  amount?: number | null;
+  /** The credit operation id: the entry of an idempotent operation is written once, whatever the retries. */
+  opId?: string | null;
+  details?: Record<string, unknown> | null;
+}
+
+export interface AuditEntry extends Required<Omit<AuditEntryInput, 'details'>> {
+  id: string;
+  details: Record<string, unknown> | null;
+  createdAt: Date;
+}
+
+export interface AuditStore {
+  /** Appends an entry; with an opId, at most one entry per (account, event, opId). */
+  record(entry: AuditEntryInput, at: Date): Promise<void>;
+  /** The account's entries, oldest first. */
+  listForAccount(accountId: string): AsyncIterable<AuditEntry>;
+}

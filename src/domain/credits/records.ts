@@ -1,0 +1,30 @@
+/** Persistence of accounts and their balances, implemented in src/data (MongoDB) and by test fakes. */
+export interface AccountRecord {
+  id: string;
+  name: string;
+  credits: number;
+  createdAt: Date;
+}
+
+/** Outcome of one guarded balance change. */
+export type ApplyResult =
+  | { kind: 'applied'; balance: number }
+  /** The op id is already recorded on the account: nothing changed this time. */
+  | { kind: 'already_applied'; balance: number }
+  | { kind: 'insufficient'; balance: number }
+  | { kind: 'unknown_account' };
+
+export interface AccountStore {
+  create(name: string, credits: number, now: Date): Promise<AccountRecord>;
+  find(accountId: string): Promise<AccountRecord | null>;
+  /** Any account at all (the demo-account bootstrap only runs on an empty database). */
+  isEmpty(): Promise<boolean>;
+  /**
+   * ONE guarded update: adds `delta` (negative: a charge, which never takes the balance below zero)
+   * and records `opId` on the account, unless `opId` is already recorded. At most once per op id.
+   */
+  apply(accountId: string, delta: number, opId: string): Promise<ApplyResult>;
+  /** Records `opId` without a balance change so it can never apply later; tells whether it already had. */
+  voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'>;
+  balances(accountIds: readonly string[]): Promise<(number | null)[]>;
+}

@@ -1,0 +1,133 @@
+import { AppError, UnreachableCaseError, invalid } from '../errors.js';
+import type { CreditBalances } from '../ports.js';
+import type { AuditActor, AuditStore } from '../audit/types.js';
+import type { AccountRecord, AccountStore, ApplyResult } from './records.js';
+
+export interface CreditServiceDeps {
+  accounts: AccountStore;
+  audit: AuditStore;
+  /** Recorded on entries written by automatic operations (refunds): which process did it. */
+  host: string;
+  now?: () => Date;
+}
+
+/** Why a refund happened, recorded on its audit entry. */
+export interface RefundInfo {
+  reason: string;
+  keyId?: string;
+  jobId?: string;
+  index?: number;
+  [k: string]: unknown;
+}
+
+/**
+ * The only place balances change. Crash safety without transactions: every change is one guarded
+ * update that also records its operation id on the account, so a retried operation (after a timeout,
+ * a crash, a redelivered job) applies at most once, and voidOp settles an operation whose outcome a
+ * crash left unknown.
+ */
+export class CreditService implements CreditBalances {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: CreditServiceDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async createAccount(name: unknown, credits: unknown, actor: AuditActor): Promise<AccountRecord> {
+    if (typeof name !== 'string' || name.trim() === '') throw invalid('name', 'name must be a non-empty string');
+    if (name.trim().length > 200) throw invalid('name', 'name must be at most 200 characters');
+    const amount = credits ?? 0;
+    if (!isCount(amount)) throw invalid('credits', 'credits must be a non-negative integer');
+    const now = this.now();
+    const account = await this.deps.accounts.create(name.trim(), amount, now);
+    await this.deps.audit.record({ ...actor, event: 'account.created', accountId: account.id, amount, details: { name: account.name } }, now);
+    return account;
+  }
+
+  async getAccount(accountId: string): Promise<AccountRecord | null> {
+    return this.deps.accounts.find(accountId);
+  }
+
+  /** True when no account exists yet (first start). */
+  isEmpty(): Promise<boolean> {
+    return this.deps.accounts.isEmpty();
+  }
+
+  /** Deducts `amount` once per opId and returns the balance after it. 402 when the balance is too low (nothing charged). */
+  async charge(accountId: string, amount: number, opId: string): Promise<number> {
+    assertPositive(amount);
+    const result = await this.deps.accounts.apply(accountId, -amount, opId);
+    switch (result.kind) {
+      case 'applied':
+      case 'already_applied':
+        return result.balance;
+      case 'insufficient':
+        throw new AppError('insufficient_credits');
+      case 'unknown_account':
+        // A key of a vanished account: as good as no key.
+        throw new AppError('invalid_api_key');
+      default:
+        throw new UnreachableCaseError(result);
+    }
+  }
+
+  /** Gives `amount` back once per opId, audited. Returns the balance after it. */
+  async refund(accountId: string, amount: number, opId: string, info: RefundInfo, actor?: AuditActor): Promise<number> {
+    assertPositive(amount);
+    const result = await this.deps.accounts.apply(accountId, amount, opId);
+    return this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
+  }
+
+  /** Adds credits (admin); once per opId, audited. */
+  async grant(accountId: string, amount: unknown, opId: string, actor: AuditActor): Promise<number> {
+    if (!isCount(amount) || amount === 0) throw invalid('amount', 'amount must be a positive integer');
+    const result = await this.deps.accounts.apply(accountId, amount, opId);
+    return this.audited(result, 'credits.granted', accountId, amount, opId, null, actor);
+  }
+
+  /**
+   * Makes sure `opId` can never apply from now on. 'already_applied' means it did (for a charge: the
+   * credits were taken). Used to settle an operation whose outcome a crash left unknown.
+   */
+  async voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'> {
+    const result = await this.deps.accounts.voidOp(accountId, opId);
+    // An account that no longer exists cannot be charged later either.
+    return result === 'unknown_account' ? 'voided' : result;
+  }
+
+  balances(accountIds: readonly string[]): Promise<(number | null)[]> {
+    return this.deps.accounts.balances(accountIds);
+  }
+
+  private async audited(
+    result: ApplyResult,
+    event: 'credits.granted' | 'credits.refunded',
+    accountId: string,
+    amount: number,
+    opId: string,
+    details: Record<string, unknown> | null,
+    actor: AuditActor,
+  ): Promise<number> {
+    switch (result.kind) {
+      case 'applied':
+      case 'already_applied':
+        // Written on the retry too (once per op id), so a crash between the update and the entry heals.
+        await this.deps.audit.record({ ...actor, event, accountId, amount, opId, keyId: (details?.keyId as string | undefined) ?? null, details }, this.now());
+        return result.balance;
+      case 'insufficient':
+        throw new Error(`a credit of ${amount} cannot be refused for insufficient balance`);
+      case 'unknown_account':
+        throw invalid('account', `account ${accountId} does not exist`);
+      default:
+        throw new UnreachableCaseError(result);
+    }
+  }
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+
+function assertPositive(amount: number): void {
+  if (!Number.isSafeInteger(amount) || amount <= 0) throw new Error(`credit amount must be a positive integer, got ${amount}`);
+}

@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../errors.js';
+import type { DefinitionResult, DefinitionService } from '../ports.js';
+import type { Principal } from '../principal.js';
+import { DefinitionProviderError, noDefinitionText, type DefinitionCache, type DefinitionProvider } from './types.js';
+import { parseKeyword } from './validation.js';
+
+/** What a lookup needs of the credit service. */
+export interface LookupCredits {
+  charge(accountId: string, amount: number, opId: string): Promise<number>;
+  refund(accountId: string, amount: number, opId: string, info: { reason: string; keyId: string; keyword: string }): Promise<unknown>;
+}
+
+export interface DefinitionLookupDeps {
+  credits: LookupCredits;
+  provider: DefinitionProvider;
+  cache: DefinitionCache;
+  maxKeywordLength: number;
+  /** Cache failures never fail a lookup; they are reported here. */
+  onCacheError?: (err: unknown) => void;
+}
+
+export const LOOKUP_COST = 1;
+
+/** Charge operation id of one lookup: its refund, if any, reuses it (at most once). */
+export const lookupOpId = () => `lookup:${randomUUID()}`;
+
+/**
+ * Definition lookup, the same for REST and GraphQL: validate, charge one credit (402 charges nothing),
+ * then ask the cache or the provider. A provider failure refunds the credit once and is a 502/503.
+ */
+export class DefinitionLookup implements DefinitionService {
+  constructor(private readonly deps: DefinitionLookupDeps) {}
+
+  async lookup(principal: Principal, input: unknown): Promise<DefinitionResult> {
+    const keyword = parseKeyword(input, this.deps.maxKeywordLength);
+    const opId = lookupOpId();
+    // Charge first: the balance check and the deduction are one guarded update, so concurrent lookups
+    // can never spend the same credit twice; a failed provider call gives it back below.
+    const credits = await this.deps.credits.charge(principal.accountId, LOOKUP_COST, opId);
+    let definition: string;
+    try {
+      definition = await this.define(keyword);
+    } catch (err) {
+      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, opId, {
+        reason: err instanceof DefinitionProviderError ? `provider_${err.kind}` : 'provider_error',
+        keyId: principal.keyId,
+        keyword,
+      });
+      if (err instanceof DefinitionProviderError) {
+        throw new AppError(err.kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: 5 });
+      }
+      throw err;
+    }
+    return { keyword, definition, credits };
+  }
+
+  private async define(keyword: string): Promise<string> {
+    const { provider, cache } = this.deps;
+    const cached = await cache.get(provider.name, keyword).catch((err: unknown) => {
+      this.deps.onCacheError?.(err);
+      return null;
+    });
+    if (cached !== null) return cached;
+    const definition = (await provider.define(keyword)) ?? noDefinitionText(keyword);
+    await cache.set(provider.name, keyword, definition).catch((err: unknown) => this.deps.onCacheError?.(err));
+    return definition;
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * Gateway entry (`npm start`): config → database → services → buildApp → listen; graceful shutdown.
+ * Without MONGODB_URI it starts the embedded MongoDB-compatible server, persisting in DATA_DIR/db, and
+ * on an empty database creates a demo account and prints its key once.
+ */
+import { mkdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { ConfigError, loadConfig } from './config.js';
+import { connectDatabase } from './data/connection.js';
+import { startEmbeddedMongo, type EmbeddedMongo } from './embedded-mongo/index.js';
+import { buildApp } from './http/app.js';
+import { buildServices, type Services } from './services.js';
+
+const DEMO_CREDITS = 100;
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  let embedded: EmbeddedMongo | undefined;
+  let uri = config.MONGODB_URI;
+  if (!uri) {
+    const dbPath = path.resolve(config.DATA_DIR, 'db');
+    await mkdir(dbPath, { recursive: true });
+    embedded = await startEmbeddedMongo({ port: 0, dbPath });
+    uri = embedded.uri;
+    say(`MONGODB_URI is not set: started the embedded database at ${uri} (files in ${dbPath}).`);
+    say(`Other processes can share it, e.g.: MONGODB_URI=${uri} npm run worker`);
+  }
+
+  const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
+  const services = await buildServices(config, { connection });
+  await createDemoAccount(services);
+
+  const app = await buildApp({ config, services });
+  await app.listen({ port: config.PORT, host: config.HOST });
+  // IMAGE JOBS: start the in-process worker here when config.IN_PROCESS_WORKER (and stop it in shutdown).
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      app.log.error({}, 'shutdown took too long: exiting');
+      process.exit(1);
+    }, 30_000);
+    timer.unref();
+    try {
+      // Stop accepting requests and finish those in flight, then background work, then the database.
+      await app.close();
+      await services.close();
+      await connection.close();
+      await embedded?.stop();
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** A newcomer can call the API at once: on an empty database, one account with a key, printed once. */
+async function createDemoAccount(services: Services): Promise<void> {
+  if (!(await services.credits.isEmpty())) return;
+  const actor = { actor: 'gateway:demo-bootstrap', ip: null, host: hostname() };
+  const account = await services.credits.createAccount('Demo account', DEMO_CREDITS, actor);
+  const key = await services.keys.create(account.id, 'demo key', actor);
+  say(`Empty database: created a demo account (${account.id}) with ${DEMO_CREDITS} credits.`);
+  say(`Its API key, shown only this once:\n\n    ${key.key}\n`);
+  say(`Try: curl -s -X POST http://localhost:${services.config.PORT}/api/playground/query -H "Authorization: Bearer ${key.key}" -H 'Content-Type: application/json' -d '{"keyword":"serendipity"}'`);
+}
+
+function say(message: string): void {
+  process.stdout.write(`${message}\n`);
+}
+
+main().catch((err: unknown) => {
+  if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
+  else process.stderr.write(`gateway failed to start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

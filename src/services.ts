@@ -1,0 +1,119 @@
+/**
+ * Composition root: builds every domain service once from config + deps. REST routes, GraphQL resolvers
+ * and workers all receive this one `Services` object, so they share the same rules and the same caches.
+ *
+ * How to plug in (other modules):
+ *  - Add your service to the `Services` interface and build it in `buildServices` at the marked place
+ *    (`IMAGE JOBS`, `JOB EVENTS`); close it in `close()` (reverse order of construction).
+ *  - Use `credits` (CreditService: charge / refund / voidOp, all idempotent by op id) and `keys`
+ *    (KeyAuthenticator) from here; never build a second instance (the key cache and the lastUsedAt
+ *    coalescing live in the KeyService instance).
+ *  - The mongoose connection is `services.connection`; src/data/collection-watcher.ts watches a
+ *    collection (change stream or polling) for cross-process events.
+ */
+import { hostname } from 'node:os';
+import type { Connection } from 'mongoose';
+import type { Config } from './config.js';
+import { MongoAccountStore } from './data/accounts.js';
+import { MongoAuditStore } from './data/audit.js';
+import { MongoDefinitionCacheStore } from './data/definition-cache.js';
+import { MongoKeyChangeFeed } from './data/key-changes.js';
+import { MongoKeyStore } from './data/keys.js';
+import { AuditLog } from './domain/audit/service.js';
+import { CreditService } from './domain/credits/service.js';
+import { LayeredDefinitionCache } from './domain/definitions/cache.js';
+import { DefinitionLookup } from './domain/definitions/service.js';
+import type { DefinitionProvider } from './domain/definitions/types.js';
+import { KeyService } from './domain/keys/service.js';
+import { silentLogger, type Logger } from './domain/logger.js';
+import type { CreditBalances } from './domain/ports.js';
+import { createDefinitionProvider } from './providers/definitions/index.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly connection: Connection;
+  /** Accounts and balances: charge / refund / grant / voidOp, idempotent by operation id. */
+  readonly credits: CreditService;
+  /** Batched balances (GraphQL DataLoader); the same object as `credits`. */
+  readonly balances: CreditBalances;
+  /** API keys: authenticate (KeyAuthenticator), create, list, delete. */
+  readonly keys: KeyService;
+  readonly definitions: DefinitionLookup;
+  readonly audit: AuditLog;
+  /** Key change feed state: 'changestream' (keys cached) or 'poll' (no key cache). */
+  readonly keyFeedState: () => 'changestream' | 'poll' | 'stopped';
+  // IMAGE JOBS: `jobs: ImageJobService` (and whatever the image module exposes) goes here.
+  // JOB EVENTS: `jobEvents: JobEvents` (GraphQL subscriptions) goes here.
+  /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
+  close(): Promise<void>;
+}
+
+export interface ServiceDeps {
+  connection: Connection;
+  logger?: Logger;
+  /** Replaces the configured definition provider (tests). */
+  definitionProvider?: DefinitionProvider;
+  /** How keys hear of changes: change streams where available (default) or polling only. */
+  keyChanges?: 'auto' | 'changestream' | 'poll';
+  /** Host name recorded in audit entries; default os.hostname(). */
+  host?: string;
+}
+
+export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
+  const { connection } = deps;
+  const log = deps.logger ?? silentLogger;
+  const host = deps.host ?? hostname();
+  if (!connection.db) throw new Error('buildServices needs an open connection');
+
+  const accountStore = new MongoAccountStore(connection);
+  const keyStore = new MongoKeyStore(connection);
+  const auditStore = new MongoAuditStore(connection);
+  const cacheStore = new MongoDefinitionCacheStore(connection);
+  await Promise.all([accountStore.init(), keyStore.init(), auditStore.init(), cacheStore.init()]);
+
+  const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
+  await keyFeed.start();
+
+  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host });
+  const keys = new KeyService({
+    keys: keyStore,
+    accounts: accountStore,
+    audit: auditStore,
+    changes: keyFeed,
+    onBackgroundError: (err) => log.warn({ err }, 'keys: background write failed'),
+  });
+  const provider = deps.definitionProvider ?? (await createDefinitionProvider(config));
+  const definitions = new DefinitionLookup({
+    credits,
+    provider,
+    cache: new LayeredDefinitionCache({ ttlMs: config.DEFINITION_CACHE_TTL_SECONDS * 1000, maxEntries: 10_000, store: cacheStore }),
+    maxKeywordLength: config.MAX_KEYWORD_LENGTH,
+    onCacheError: (err) => log.warn({ err }, 'definitions: cache failed'),
+  });
+  const audit = new AuditLog({ store: auditStore, accounts: accountStore });
+
+  // IMAGE JOBS: build the image-jobs module here with `credits` (JobCredits) and `connection`.
+  // JOB EVENTS: start the job event source here.
+
+  return {
+    config,
+    connection,
+    credits,
+    balances: credits,
+    keys,
+    definitions,
+    audit,
+    keyFeedState: () => keyFeed.state,
+    async close() {
+      // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
+      await keys.close();
+      await keyFeed.close();
+      await closeProvider(provider);
+    },
+  };
+}
+
+async function closeProvider(provider: DefinitionProvider): Promise<void> {
+  const closable = provider as DefinitionProvider & { close?: () => Promise<void> };
+  await closable.close?.();
+}
