@@ -1,4 +1,5 @@
-import type { ChangeStream, ChangeStreamDocument, Collection, Document } from 'mongodb';
+import type { Db } from 'mongodb';
+import { CollectionWatcher, type WatchEvent, type WatcherLogger } from '../data/collection-watcher.js';
 import type { JobDoc } from '../data/models/job.js';
 import type { JobRecord } from '../domain/jobs/records.js';
 
@@ -7,8 +8,9 @@ import type { JobRecord } from '../domain/jobs/records.js';
  * and only write the `jobs` collection, so the gateway learns of changes from the database:
  *  - `changestream`: ONE change stream per gateway process on `jobs` (a replica set, or the embedded
  *    server), whatever the number of subscribers;
- *  - `poll`: one query per interval for all watched jobs together (standalone MongoDB);
+ *  - `poll`: one query per interval for the jobs changed since the last one (standalone MongoDB);
  *  - `auto`: change streams when the deployment has them, polling otherwise (and after a stream fails).
+ * The source is the shared CollectionWatcher; this module adds the per-job fan-out.
  * Changes are fanned out in process to the listeners of each job id. Listeners receive the stored
  * record; turning it into a caller's view (access rule, signed URLs) is ImageJobService.viewOf.
  */
@@ -25,53 +27,44 @@ export interface JobEvents {
   listenerCount(): number;
 }
 
-export interface JobEventSourceLogger {
-  warn(obj: object, msg: string): void;
-}
+const JOBS_COLLECTION = 'jobs';
 
 export interface MongoJobEventsOptions {
-  collection: Collection<Document>;
+  db: Db;
   mode: JobEventsMode;
   pollMs: number;
-  log?: JobEventSourceLogger;
+  log?: WatcherLogger;
 }
 
 export class MongoJobEvents implements JobEvents {
   private readonly listeners = new Map<string, Set<JobListener>>();
-  /** Last state delivered per watched job, so polling only reports real changes. */
+  /** Last state delivered per watched job: stream events for invisible writes (heartbeats) are dropped. */
   private readonly lastSeen = new Map<string, string>();
-  private stream?: ChangeStream<Document>;
-  private pollTimer?: NodeJS.Timeout;
-  private polling = false;
-  private mode: 'changestream' | 'poll' | 'stopped' = 'stopped';
-  private closed = false;
+  private readonly watcher: CollectionWatcher<JobDoc>;
 
-  constructor(private readonly opts: MongoJobEventsOptions) {}
-
-  get activeMode(): 'changestream' | 'poll' | 'stopped' {
-    return this.mode;
+  constructor(private readonly opts: MongoJobEventsOptions) {
+    this.watcher = new CollectionWatcher<JobDoc>({
+      db: opts.db,
+      collection: JOBS_COLLECTION,
+      operationTypes: ['insert', 'update', 'replace'],
+      fullDocument: true,
+      mode: opts.mode,
+      pollMs: opts.pollMs,
+      log: opts.log,
+      onEvent: (event) => void this.onEvent(event),
+    });
   }
 
-  async start(): Promise<void> {
-    if (this.opts.mode !== 'poll') {
-      try {
-        await this.openStream();
-        return;
-      } catch (err) {
-        if (this.opts.mode === 'changestream') throw err;
-        this.opts.log?.warn({ err }, 'job events: no change streams on this deployment, polling instead');
-      }
-    }
-    this.startPolling();
+  get activeMode(): 'changestream' | 'poll' | 'stopped' {
+    return this.watcher.state;
+  }
+
+  start(): Promise<void> {
+    return this.watcher.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    this.mode = 'stopped';
-    clearInterval(this.pollTimer);
-    const stream = this.stream;
-    this.stream = undefined;
-    await stream?.close().catch(() => undefined);
+    await this.watcher.close();
     this.listeners.clear();
     this.lastSeen.clear();
   }
@@ -98,69 +91,17 @@ export class MongoJobEvents implements JobEvents {
     return n;
   }
 
-  private async openStream(): Promise<void> {
-    // watch() is lazy: the probe's first round trip is what tells whether the deployment has change
-    // streams (a stream read as an iterator cannot become an event emitter, hence a separate probe).
-    const probe = this.opts.collection.watch([], { maxAwaitTimeMS: 1 });
-    try {
-      await probe.tryNext();
-    } finally {
-      await probe.close().catch(() => undefined);
-    }
-    const stream = this.opts.collection.watch<Document>(
-      [{ $match: { operationType: { $in: ['insert', 'update', 'replace'] } } }],
-      { fullDocument: 'updateLookup', maxAwaitTimeMS: 1000 },
-    );
-    stream.on('change', (change: ChangeStreamDocument<Document>) => void this.onChange(change));
-    stream.on('error', (err: unknown) => this.onStreamError(err));
-    this.stream = stream;
-    this.mode = 'changestream';
-  }
-
-  private async onChange(change: ChangeStreamDocument<Document>): Promise<void> {
-    if (!('documentKey' in change)) return;
-    const id = String((change.documentKey as { _id: unknown })._id);
+  private async onEvent(event: WatchEvent<JobDoc>): Promise<void> {
+    const id = String(event.documentKey._id);
     // Unwatched jobs (most of them) cost nothing beyond the event itself.
     if (!this.listeners.has(id)) return;
-    let doc = 'fullDocument' in change ? (change.fullDocument as JobDoc | undefined) : undefined;
+    let doc = event.fullDocument;
     if (!doc) {
-      // A deployment that does not look the document up: one read per change, shared by every listener.
-      doc = (await this.opts.collection.findOne({ _id: id as never }).catch(() => null)) as JobDoc | null ?? undefined;
+      // A deployment that did not look the document up: one read per change, shared by every listener.
+      doc = (await this.opts.db.collection<JobDoc>(JOBS_COLLECTION).findOne({ _id: id }).catch(() => null)) ?? undefined;
       if (!doc) return;
     }
     this.deliver(doc);
-  }
-
-  private onStreamError(err: unknown): void {
-    if (this.closed) return;
-    this.opts.log?.warn({ err }, 'job events: change stream failed, polling instead');
-    const stream = this.stream;
-    this.stream = undefined;
-    void stream?.close().catch(() => undefined);
-    // Polling compares against the last delivered state, so whatever the stream missed is caught up.
-    this.startPolling();
-  }
-
-  private startPolling(): void {
-    if (this.closed) return;
-    this.mode = 'poll';
-    clearInterval(this.pollTimer);
-    this.pollTimer = setInterval(() => void this.pollOnce(), this.opts.pollMs);
-    this.pollTimer.unref();
-  }
-
-  private async pollOnce(): Promise<void> {
-    if (this.polling || this.listeners.size === 0) return;
-    this.polling = true;
-    try {
-      const ids = [...this.listeners.keys()];
-      const docs = (await this.opts.collection.find({ _id: { $in: ids as never[] } }).toArray()) as unknown as JobDoc[];
-      for (const doc of docs) this.deliver(doc);
-    } catch (err) {
-      this.opts.log?.warn({ err }, 'job events: poll failed, retrying at the next interval');
-    } finally {
-      this.polling = false;
-    }
   }
 
   private deliver(doc: JobDoc): void {
