@@ -1,5 +1,9 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { isDatabaseUnavailableError } from '../data/connection.js';
 import { AppError, ERROR_CATALOG, isAppError } from '../domain/errors.js';
+
+/** Seconds a client is asked to wait when the database is unreachable (as REST's Retry-After). */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /**
  * The GraphQL edge of the error catalog. An AppError becomes its catalog text and `extensions.code`
@@ -35,6 +39,8 @@ export function appErrorOf(error: unknown): AppError | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 4 && e; depth++) {
     if (isAppError(e)) return e;
+    // The same rule as REST: an unreachable database is a 503 the client may retry, not a fault.
+    if (isDatabaseUnavailableError(e)) return new AppError('database_unavailable', { retryAfter: DATABASE_RETRY_AFTER_SECONDS, cause: e });
     e = typeof e === 'object' && 'originalError' in e ? (e as { originalError?: unknown }).originalError : undefined;
   }
   return undefined;

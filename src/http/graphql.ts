@@ -23,10 +23,10 @@ import { CloseCode } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
-import { AppError, isAppError } from '../domain/errors.js';
+import { AppError } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
-import { formatGraphQLError, isMaskedError, toRequestError } from '../graphql/errors.js';
+import { appErrorOf, formatGraphQLError, isMaskedError, toRequestError } from '../graphql/errors.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
 
 /**
@@ -150,7 +150,8 @@ async function authenticateHttp(services: GraphQLServices, request: FastifyReque
   try {
     return await services.keys.authenticate(request.headers.authorization);
   } catch (err) {
-    if (isAppError(err)) throw toRequestError(err);
+    const app = appErrorOf(err);
+    if (app) throw toRequestError(app);
     request.log.error({ err, requestId: request.id }, 'graphql: authentication failed unexpectedly');
     throw toRequestError(new AppError('internal_error', { cause: err }));
   }
@@ -204,12 +205,16 @@ async function attachWebSocket(
         try {
           state.principal = await services.keys.authenticate(typeof authorization === 'string' ? authorization : undefined);
         } catch (err) {
-          if (isAppError(err) && err.httpStatus === 401) {
+          const app = appErrorOf(err);
+          if (app?.httpStatus === 401) {
             // 4403 with the contract's text as the reason; graphql-ws' own 4403 close then is a no-op.
-            extra.socket.close(CloseCode.Forbidden, err.message);
+            extra.socket.close(CloseCode.Forbidden, app.message);
+          } else if (app?.spec.retryable && app.spec.graphqlCode !== 'INTERNAL_SERVER_ERROR') {
+            // 1013 Try Again Later: the database (or a limit) refused us for now, the key may be fine.
+            extra.socket.close(1013, app.message);
           } else {
             log.error({ err, connectionId: state.connectionId }, 'graphql-ws: authentication failed unexpectedly');
-            extra.socket.close(isAppError(err) && err.spec.retryable ? 1013 : 1011, isAppError(err) ? err.message : 'Internal server error');
+            extra.socket.close(1011, 'Internal server error');
           }
           return false;
         }
