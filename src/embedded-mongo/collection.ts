@@ -233,7 +233,7 @@ function planForConds(indexes: Index[], conds: Map<string, FieldCond>): ScanPlan
   let best: ScanPlan | undefined;
   let bestScore = 0;
   for (const index of indexes) {
-    if (!index.ordered || index.spec.sparse || index.spec.partialFilterExpression) continue;
+    if (!index.ordered || index.spec.partialFilterExpression) continue;
     let eqCount = 0;
     let combos = 1;
     for (const f of index.fields) {
@@ -246,6 +246,8 @@ function planForConds(indexes: Index[], conds: Map<string, FieldCond>): ScanPlan
     const next = index.fields[eqCount];
     const range = next ? conds.get(next.path)?.range : undefined;
     if (eqCount === 0 && !range) continue;
+    // A sparse index lacks documents missing all its fields: usable only when the query requires one.
+    if (index.spec.sparse && !range && !index.fields.slice(0, eqCount).some((f) => conds.get(f.path)!.points!.every((p) => p !== null))) continue;
     const complete = eqCount === index.fields.length;
     const score = eqCount * 4 + (range ? 2 : 0) + (complete && index.spec.unique ? 100 : 0) + (complete ? 1 : 0) - index.fields.length * 0.01;
     if (score <= bestScore) continue;

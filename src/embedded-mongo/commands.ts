@@ -257,7 +257,7 @@ const update: Handler = (engine, cmd, ctx) => {
         const out = applyUpdate(before, spec.u, { filter, arrayFilters: spec.arrayFilters });
         n++;
         if (out.modified) {
-          engine.replace(coll!, rid, before, out.doc, out.description);
+          engine.replace(coll!, rid, out.doc, out.description);
           nModified++;
         }
       }
@@ -317,7 +317,7 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   if (row) {
     const [rid, before] = row;
     const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters });
-    if (out.modified) engine.replace(coll!, rid, before, out.doc, out.description);
+    if (out.modified) engine.replace(coll!, rid, out.doc, out.description);
     return { lastErrorObject: { n: 1, updatedExisting: true }, value: shapeDoc(cmd.new ? out.doc : before, project), ok: 1 };
   }
   if (!cmd.upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };

@@ -41,7 +41,10 @@ export type ChangeStreamState = {
   showExpanded: boolean;
 };
 
-const EVENT_RETENTION = 50_000;
+const EVENT_RETENTION = 10_000;
+/** Events stay resumable at least this long (after every open stream has read them). */
+const EVENT_RESUME_WINDOW_MS = 60_000;
+const JOURNAL_COMPACT_BYTES = 256 * 1024 * 1024;
 
 export class Engine {
   readonly dbs = new Map<string, Map<string, Collection>>();
@@ -61,7 +64,14 @@ export class Engine {
     if (dbPath) {
       this.journal = new Journal(dbPath);
       this.replaying = true;
-      for (const r of this.journal.load()) this.replay(r);
+      for (const r of this.journal.load()) {
+        try {
+          this.replay(r);
+        } catch (e) {
+          // A record that no longer applies (e.g. an index whose data changed) must not stop startup.
+          console.error(`[embedded-mongo] skipped journal record ${r.o}: ${(e as Error).message}`);
+        }
+      }
       this.replaying = false;
       this.journal.compact(this.snapshotRecords());
     }
@@ -131,7 +141,7 @@ export class Engine {
     this.emit({ db: coll.db, coll: coll.name, operationType: 'insert', documentKey: { _id: doc._id }, fullDocument: doc });
   }
 
-  replace(coll: Collection, rid: number, before: Doc, doc: Doc, description: UpdateDescription | undefined): void {
+  replace(coll: Collection, rid: number, doc: Doc, description: UpdateDescription | undefined): void {
     coll.replace(rid, doc);
     this.log({ o: 'rep', ns: coll.ns, d: doc });
     this.emit({
@@ -139,8 +149,7 @@ export class Engine {
       coll: coll.name,
       operationType: description ? 'update' : 'replace',
       documentKey: { _id: doc._id },
-      fullDocument: description ? undefined : doc,
-      fullDocumentBeforeChange: before,
+      fullDocument: doc,
       updateDescription: description,
     });
   }
@@ -150,7 +159,7 @@ export class Engine {
     if (!doc) return;
     coll.remove(rid);
     this.log({ o: 'del', ns: coll.ns, id: doc._id });
-    this.emit({ db: coll.db, coll: coll.name, operationType: 'delete', documentKey: { _id: doc._id }, fullDocumentBeforeChange: doc });
+    this.emit({ db: coll.db, coll: coll.name, operationType: 'delete', documentKey: { _id: doc._id } });
   }
 
   createIndex(coll: Collection, spec: IndexSpec): void {
@@ -172,10 +181,12 @@ export class Engine {
 
   /** Makes the current command's writes durable and wakes change-stream readers; call before replying. */
   commit(): void {
-    if (this.pending.length > 0) {
+    if (this.pending.length > 0 && this.journal) {
       const records = this.pending;
       this.pending = [];
-      this.journal?.append(records);
+      this.journal.append(records);
+      // Rewrite the snapshot once the journal outgrows it, so restarts stay quick.
+      if (this.journal.bytes > JOURNAL_COMPACT_BYTES) this.journal.compact(this.snapshotRecords());
     }
     if (this.waiters.size > 0 && this.notifyDue) {
       this.notifyDue = false;
@@ -215,16 +226,14 @@ export class Engine {
         this.getCollection(db, name)?.dropIndex(r.name);
         break;
       }
-      case 'ins': {
-        const [db, name] = split(r.ns);
-        this.ensureCollection(db, name).insert(r.d);
-        break;
-      }
+      case 'ins':
       case 'rep': {
+        // Upsert by _id, so replay is idempotent.
         const [db, name] = split(r.ns);
         const coll = this.ensureCollection(db, name);
         const rid = coll.findRidById(r.d._id);
         if (rid !== undefined) coll.replace(rid, r.d);
+        else coll.insert(r.d);
         break;
       }
       case 'del': {
@@ -234,7 +243,7 @@ export class Engine {
         if (coll && rid !== undefined) coll.remove(rid);
         break;
       }
-      case 'rn':
+      case 'gen':
         break;
     }
   }
@@ -277,8 +286,23 @@ export class Engine {
       return;
     }
     this.events.push({ ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date() });
-    if (this.events.length > EVENT_RETENTION) this.events.splice(0, this.events.length - EVENT_RETENTION);
+    this.trimEvents();
     this.notifyDue = true;
+  }
+
+  /**
+   * Drops events every open change stream has read and that are past the resume window (events keep
+   * whole documents alive), and in any case beyond EVENT_RETENTION.
+   */
+  private trimEvents(): void {
+    let drop = Math.max(0, this.events.length - EVENT_RETENTION);
+    if ((this.seq & 255) === 0) {
+      let minAfter = this.seq;
+      for (const c of this.cursors.values()) if (c.kind === 'change') minAfter = Math.min(minAfter, c.stream.after);
+      const cutoff = Date.now() - EVENT_RESUME_WINDOW_MS;
+      while (drop < this.events.length && this.events[drop].seq <= minAfter && this.events[drop].wallTime.getTime() < cutoff) drop++;
+    }
+    if (drop > 0) this.events.splice(0, drop);
   }
 
   private changeStreamsOpened = false;

@@ -15,7 +15,7 @@ export type JournalRecord =
   | { o: 'ins'; ns: string; d: Doc }
   | { o: 'rep'; ns: string; d: Doc }
   | { o: 'del'; ns: string; id: unknown }
-  | { o: 'rn'; from: string; to: string };
+  | { o: 'gen'; n: number };
 
 const SNAPSHOT = 'snapshot.bson';
 const JOURNAL = 'journal.bson';
@@ -35,23 +35,42 @@ function readRecords(file: string): { records: JournalRecord[]; validBytes: numb
   return { records, validBytes: at };
 }
 
+/** Generation number in a file's leading {o:'gen'} record (0 for files written without one). */
+function generationOf(records: JournalRecord[]): number {
+  const first = records[0];
+  return first && first.o === 'gen' ? first.n : 0;
+}
+
+/**
+ * Snapshot and journal carry a generation number: the journal only applies on top of the snapshot of
+ * the same generation, so a crash between writing a new snapshot and truncating the journal cannot
+ * replay old writes twice.
+ */
 export class Journal {
   private fd: number | undefined;
+  private generation = 0;
+  /** Bytes appended since the last compaction. */
+  bytes = 0;
 
   constructor(private readonly dir: string) {}
 
-  /** Records to replay: the snapshot followed by the journal. */
+  /** Records to replay: the snapshot followed by the journal of the same generation. */
   load(): JournalRecord[] {
     fs.mkdirSync(this.dir, { recursive: true });
-    const snap = readRecords(path.join(this.dir, SNAPSHOT));
-    const journal = readRecords(path.join(this.dir, JOURNAL));
-    return [...snap.records, ...journal.records];
+    const snap = readRecords(path.join(this.dir, SNAPSHOT)).records;
+    const journal = readRecords(path.join(this.dir, JOURNAL)).records;
+    this.generation = generationOf(snap);
+    const replay = snap.filter((r) => r.o !== 'gen');
+    if (generationOf(journal) === this.generation) replay.push(...journal.filter((r) => r.o !== 'gen'));
+    return replay;
   }
 
   /** Replaces snapshot + journal by a fresh snapshot of `records` and opens an empty journal. */
   compact(records: Iterable<JournalRecord>): void {
+    const generation = this.generation + 1;
     const tmp = path.join(this.dir, `${SNAPSHOT}.tmp`);
     const fd = fs.openSync(tmp, 'w');
+    fs.writeSync(fd, BSON.serialize({ o: 'gen', n: generation }));
     let pending: Buffer[] = [];
     let size = 0;
     const flush = (): void => {
@@ -70,14 +89,20 @@ export class Journal {
     fs.fsyncSync(fd);
     fs.closeSync(fd);
     fs.renameSync(tmp, path.join(this.dir, SNAPSHOT));
+    this.generation = generation;
     if (this.fd !== undefined) fs.closeSync(this.fd);
     this.fd = fs.openSync(path.join(this.dir, JOURNAL), 'w');
+    fs.writeSync(this.fd, BSON.serialize({ o: 'gen', n: generation }));
+    this.bytes = 0;
   }
 
+  /** Appends synchronously: the bytes are in the OS before the write is acknowledged. */
   append(records: JournalRecord[]): void {
     if (this.fd === undefined || records.length === 0) return;
     const bufs = records.map((r) => BSON.serialize(r));
-    fs.writeSync(this.fd, bufs.length === 1 ? bufs[0] : Buffer.concat(bufs));
+    const buf = bufs.length === 1 ? bufs[0] : Buffer.concat(bufs);
+    fs.writeSync(this.fd, buf);
+    this.bytes += buf.length;
   }
 
   close(): void {
