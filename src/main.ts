@@ -11,6 +11,7 @@ import { connectDatabase } from './data/connection.js';
 import { startEmbeddedMongo, type EmbeddedMongo } from './embedded-mongo/index.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
+import { startImageWorker, type RunningWorker } from '../workers/image-worker.js';
 
 const DEMO_CREDITS = 100;
 
@@ -33,7 +34,18 @@ async function main(): Promise<void> {
 
   const app = await buildApp({ config, services });
   await app.listen({ port: config.PORT, host: config.HOST });
-  // IMAGE JOBS: start the in-process worker here when config.IN_PROCESS_WORKER (and stop it in shutdown).
+  let worker: RunningWorker | undefined;
+  if (config.IN_PROCESS_WORKER) {
+    worker = await startImageWorker({
+      queue: services.imageJobs.queue,
+      runner: services.imageJobs.runner,
+      sweeper: services.imageJobs.sweeper,
+      concurrency: config.WORKER_CONCURRENCY,
+      lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
+      sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
+      log: app.log,
+    });
+  }
 
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -48,6 +60,8 @@ async function main(): Promise<void> {
     try {
       // Stop accepting requests and finish those in flight, then background work, then the database.
       await app.close();
+      // Running images finish (drain); queued ones stay in the queue for any other worker.
+      await worker?.stop(20_000);
       await services.close();
       await connection.close();
       await embedded?.stop();

@@ -28,6 +28,10 @@ import { KeyService } from './domain/keys/service.js';
 import { silentLogger, type Logger } from './domain/logger.js';
 import type { CreditBalances } from './domain/ports.js';
 import { createDefinitionProvider } from './providers/definitions/index.js';
+import type { ImageProvider } from './providers/images/types.js';
+import { openImageJobs, type ImageJobsModule } from './queue/image-jobs.js';
+import type { ImageJobService } from './domain/ports.js';
+import type { ImageFiles } from './domain/jobs/files.js';
 
 export interface Services {
   readonly config: Config;
@@ -42,7 +46,12 @@ export interface Services {
   readonly audit: AuditLog;
   /** Key change feed state: 'changestream' (keys cached) or 'poll' (no key cache). */
   readonly keyFeedState: () => 'changestream' | 'poll' | 'stopped';
-  // IMAGE JOBS: `jobs: ImageJobService` (and whatever the image module exposes) goes here.
+  /** Image jobs: create, get, list (REST and GraphQL). */
+  readonly jobs: ImageJobService;
+  /** Stored images behind signed URLs. */
+  readonly imageFiles: ImageFiles;
+  /** The image-jobs module: queue, runner and sweep, for starting a worker (main.ts, workers/main.ts). */
+  readonly imageJobs: ImageJobsModule;
   // JOB EVENTS: `jobEvents: JobEvents` (GraphQL subscriptions) goes here.
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
@@ -57,6 +66,10 @@ export interface ServiceDeps {
   keyChanges?: 'auto' | 'changestream' | 'poll';
   /** Host name recorded in audit entries; default os.hostname(). */
   host?: string;
+  /** Replaces the configured image provider (tests, benchmarks). */
+  imageProvider?: ImageProvider;
+  /** Names this process in the work queue; default `gateway`. */
+  role?: string;
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -92,7 +105,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   });
   const audit = new AuditLog({ store: auditStore, accounts: accountStore });
 
-  // IMAGE JOBS: build the image-jobs module here with `credits` (JobCredits) and `connection`.
+  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: deps.role ?? 'gateway' });
   // JOB EVENTS: start the job event source here.
 
   return {
@@ -105,8 +118,12 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     audit,
     keyFeedState: () => keyFeed.state,
     async close() {
+    jobs: imageJobs.service,
+    imageFiles: imageJobs.files,
+    imageJobs,
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await keys.close();
+      await imageJobs.close();
       await keyFeed.close();
       await closeProvider(provider);
     },

@@ -21,6 +21,7 @@ import { isDatabaseUnavailableError } from '../data/connection.js';
 import type { Services } from '../services.js';
 import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
+import imageRoutes from './routes/images.js';
 import type { RouteModule } from './routes/types.js';
 
 declare module 'fastify' {
@@ -38,7 +39,7 @@ declare module 'fastify' {
 const ROUTE_MODULES: { service: Config['SERVICES'][number] | null; module: RouteModule }[] = [
   { service: null, module: healthRoutes },
   { service: 'definitions', module: definitionRoutes },
-  // IMAGE JOBS: { service: 'images', module: imageRoutes },
+  { service: 'images', module: imageRoutes },
 ];
 
 export interface BuildAppOptions {

@@ -83,7 +83,7 @@ export interface JobStore {
 export interface JobCredits {
   /** Atomically deducts `amount`; AppError insufficient_credits when the balance is too low. Returns the new balance. */
   charge(accountId: string, amount: number, opId: string): Promise<number>;
-  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string; reason: string }): Promise<void>;
+  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string; reason: string }): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
 }

@@ -74,7 +74,11 @@ export class ImageJobs implements ImageJobService {
       if (isAppError(err) && err.code === 'insufficient_credits') await jobs.deleteUncharged(jobId);
       throw err;
     }
-    await jobs.markCharged(jobId, new Date());
+    if (!(await jobs.markCharged(jobId, new Date()))) {
+      // The sweep judged this request dead (it took longer than the grace period) and voided its
+      // charge, so nothing was taken: the client may simply try again.
+      throw new AppError('database_unavailable');
+    }
     await queue.enqueue(
       jobId,
       prompts.map((_, i) => i),
