@@ -71,11 +71,11 @@ export class CreditService implements CreditBalances {
     }
   }
 
-  /** Gives `amount` back once per opId, audited. Returns the balance after it. */
-  async refund(accountId: string, amount: number, opId: string, info: RefundInfo, actor?: AuditActor): Promise<number> {
+  /** Gives `amount` back once per opId, audited. */
+  async refund(accountId: string, amount: number, opId: string, info: RefundInfo, actor?: AuditActor): Promise<void> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, amount, opId);
-    return this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
+    await this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
   }
 
   /** Adds credits (admin); once per opId, audited. */

@@ -3,6 +3,7 @@ import type { KeyAuthenticator } from '../ports.js';
 import type { Principal } from '../principal.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import type { AccountStore } from '../credits/records.js';
+import { RateLimiter } from './rate-limit.js';
 import { displayPrefix, generateKey, hashKey, parseBearer } from './format.js';
 import type { KeyChangeFeed, KeyRecord, KeyStore } from './records.js';
 
@@ -17,6 +18,8 @@ export interface KeyServiceDeps {
   lastUsedIntervalMs?: number;
   /** Keys held in the cache at most (least recently used go first). */
   cacheSize?: number;
+  /** Requests per minute per key on this instance; 0 or unset: unlimited. */
+  rateLimitPerMinute?: number;
   /** Failures of the background lastUsedAt writes (they never fail a request). */
   onBackgroundError?: (err: unknown) => void;
 }
@@ -70,11 +73,13 @@ export class KeyService implements KeyAuthenticator {
   private readonly unsubscribe?: () => void;
   private readonly lastUsedIntervalMs: number;
   private readonly cacheSize: number;
+  private readonly limiter: RateLimiter;
 
   constructor(private readonly deps: KeyServiceDeps) {
     this.now = deps.now ?? (() => new Date());
     this.lastUsedIntervalMs = deps.lastUsedIntervalMs ?? 60_000;
     this.cacheSize = deps.cacheSize ?? 10_000;
+    this.limiter = new RateLimiter(deps.rateLimitPerMinute ?? 0);
     this.unsubscribe = deps.changes?.subscribe({
       changed: (keyId, deleted) => {
         this.epoch++;
@@ -134,6 +139,7 @@ export class KeyService implements KeyAuthenticator {
     return { id, deletedAt: after.deletedAt };
   }
 
+  /** The contract's 401s in order (header, format, unknown/deleted key); then the per-key rate limit (429). */
   async authenticate(authorization: string | undefined): Promise<Principal> {
     const parsed = parseBearer(authorization);
     if (!parsed.ok) throw new AppError(parsed.reason);
@@ -141,6 +147,7 @@ export class KeyService implements KeyAuthenticator {
     const cached = this.cache.get(hash);
     if (cached) {
       if (this.deps.changes?.live) {
+        this.limiter.take(cached.keyId);
         this.noteUse(cached.keyId);
         return { accountId: cached.accountId, keyId: cached.keyId };
       }
@@ -151,6 +158,7 @@ export class KeyService implements KeyAuthenticator {
     if (!record || record.deletedAt) throw new AppError('invalid_api_key');
     // Cache only what no change event could have overtaken while we were reading.
     if (this.deps.changes?.live && epoch === this.epoch) this.remember(hash, { keyId: record.id, accountId: record.accountId });
+    this.limiter.take(record.id);
     this.noteUse(record.id);
     return { accountId: record.accountId, keyId: record.id };
   }

@@ -1,11 +1,15 @@
+import { invalid } from '../../domain/errors.js';
 import type { RouteModule } from './types.js';
 
 /** Definition service (SERVICES=definitions): POST /api/playground/query. */
 const definitionRoutes: RouteModule = async (app, { services }) => {
   app.post('/api/playground/query', { config: { auth: true } }, async (request) => {
-    const body = request.body as { keyword?: unknown } | undefined;
-    const keyword = body !== null && typeof body === 'object' && !Array.isArray(body) ? body.keyword : undefined;
-    return services.definitions.lookup(request.principal!, keyword);
+    const body = request.body;
+    // No body at all reads as a missing keyword; a body that is JSON but not an object cannot hold one.
+    if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
+      throw invalid('body', 'body must be a JSON object with a keyword field');
+    }
+    return services.definitions.lookup(request.principal!, (body as { keyword?: unknown } | undefined)?.keyword);
   });
 };
 

@@ -1,0 +1,192 @@
+/**
+ * Admin CLI (`npm run cli -- <command>`, or the `gateway-cli` bin): accounts, credits, keys, audit.
+ * JSON on stdout; errors as one clear line on stderr with a non-zero exit code. Connects with
+ * MONGODB_URI. Every change is made through the domain services, so it is validated and audited
+ * exactly as any other door's.
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname, networkInterfaces, userInfo } from 'node:os';
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig, type ConfigInput } from '../config.js';
+import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.js';
+import type { AuditActor } from '../domain/audit/types.js';
+import { isAppError } from '../domain/errors.js';
+import { buildAdminServices, type AdminServices } from '../services.js';
+
+export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MONGODB_URI)
+
+  account create --name N [--credits C]     create an account      → {"accountId","name","credits"}
+  credits grant --account ID --amount C     add credits (audited)  → {"accountId","credits"}
+  key create --account ID --name N          create an API key      → {"id","key","prefix","name","createdAt"} (key shown once)
+  key list --account ID                     list the account's keys
+  key delete --id KEYID                     revoke a key (audited) → {"id","deletedAt"}
+  audit export --account ID                 audit entries, one JSON object per line
+`;
+
+export interface CliIo {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  env: ConfigInput | NodeJS.ProcessEnv;
+}
+
+/** Exit codes: 0 done, 1 the command failed, 2 usage or configuration error. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (parsed.command === 'help') {
+    io.stdout(USAGE);
+    return 0;
+  }
+  let uri: string;
+  try {
+    const config = loadConfig(io.env);
+    if (!config.MONGODB_URI) throw new ConfigError('MONGODB_URI is not set: the CLI needs the gateway’s database (e.g. MONGODB_URI=mongodb://127.0.0.1:27017/gateway)');
+    uri = config.MONGODB_URI;
+  } catch (err) {
+    io.stderr(`error: ${(err as Error).message}\n`);
+    return 2;
+  }
+
+  let connection;
+  try {
+    connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
+  } catch (err) {
+    io.stderr(`error: cannot reach the database at ${redact(uri)}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  const services = await buildAdminServices({ connection });
+  try {
+    await execute(parsed, services, io);
+    return 0;
+  } catch (err) {
+    if (isAppError(err)) io.stderr(`error: ${err.message}\n`);
+    else if (isDatabaseUnavailableError(err)) io.stderr(`error: the database became unreachable: ${(err as Error).message}\n`);
+    else io.stderr(`error: ${(err as Error)?.message ?? String(err)}\n`);
+    return 1;
+  } finally {
+    await services.close();
+    await connection.close();
+  }
+}
+
+type Parsed = { command: string; values: Record<string, string | undefined> };
+
+const COMMANDS: Record<string, { required: string[]; optional: string[] }> = {
+  'account create': { required: ['name'], optional: ['credits'] },
+  'credits grant': { required: ['account', 'amount'], optional: [] },
+  'key create': { required: ['account', 'name'], optional: [] },
+  'key list': { required: ['account'], optional: [] },
+  'key delete': { required: ['id'], optional: [] },
+  'audit export': { required: ['account'], optional: [] },
+};
+
+function parse(argv: readonly string[]): Parsed {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      name: { type: 'string' },
+      credits: { type: 'string' },
+      account: { type: 'string' },
+      amount: { type: 'string' },
+      id: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help || positionals.length === 0 || positionals[0] === 'help') return { command: 'help', values: {} };
+  const command = positionals.slice(0, 2).join(' ');
+  const spec = COMMANDS[command];
+  if (!spec || positionals.length > 2) throw new Error(`unknown command "${positionals.join(' ')}"`);
+  const given = values as Record<string, string | boolean | undefined>;
+  for (const option of Object.keys(given)) {
+    if (option !== 'help' && !spec.required.includes(option) && !spec.optional.includes(option)) throw new Error(`${command} does not take --${option}`);
+  }
+  for (const option of spec.required) {
+    if (typeof given[option] !== 'string') throw new Error(`${command} needs --${option}`);
+  }
+  return { command, values: given as Record<string, string | undefined> };
+}
+
+async function execute({ command, values }: Parsed, services: AdminServices, io: CliIo): Promise<void> {
+  const actor = cliActor();
+  const print = (value: unknown) => io.stdout(`${JSON.stringify(value)}\n`);
+  switch (command) {
+    case 'account create': {
+      const credits = values.credits === undefined ? 0 : integer('credits', values.credits);
+      const account = await services.credits.createAccount(values.name, credits, actor);
+      return print({ accountId: account.id, name: account.name, credits: account.credits });
+    }
+    case 'credits grant': {
+      const amount = integer('amount', values.amount!);
+      const accountId = values.account!.trim().toLowerCase();
+      const credits = await services.credits.grant(accountId, amount, `grant:${randomUUID()}`, actor);
+      return print({ accountId, credits });
+    }
+    case 'key create': {
+      const created = await services.keys.create(values.account!.trim().toLowerCase(), values.name, actor);
+      return print({ id: created.id, key: created.key, prefix: created.prefix, name: created.name, createdAt: created.createdAt });
+    }
+    case 'key list': {
+      const keys = await services.keys.list(values.account!.trim().toLowerCase());
+      return print(keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, deletedAt: k.deletedAt })));
+    }
+    case 'key delete': {
+      const deleted = await services.keys.delete(values.id, actor);
+      return print({ id: deleted.id, deletedAt: deleted.deletedAt });
+    }
+    case 'audit export': {
+      for await (const entry of services.audit.exportForAccount(values.account!.trim())) print(entry);
+      return;
+    }
+    default:
+      throw new Error(`unknown command "${command}"`);
+  }
+}
+
+/** Strict: "10" yes; "10.5", "1e3", "-1", "" no (the service then names the rule). */
+function integer(field: string, text: string): number {
+  if (!/^\d{1,15}$/.test(text.trim())) throw new Error(`--${field} must be a non-negative integer, got "${text}"`);
+  return Number(text.trim());
+}
+
+/** The CLI acts as the operating-system user on this machine; its IP is the machine's own address. */
+export function cliActor(): AuditActor {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (containers): keep "unknown"
+  }
+  return { actor: `cli:${user}`, ip: machineAddress(), host: hostname() };
+}
+
+function machineAddress(): string {
+  const all = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  const external = all.find((a) => !a.internal && a.family === 'IPv4') ?? all.find((a) => !a.internal);
+  return external?.address ?? '127.0.0.1';
+}
+
+function redact(uri: string): string {
+  return uri.replace(/\/\/[^@/]*@/, '//***@');
+}
+
+const invokedDirectly = process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/\\/g, '/').split('/').pop()!);
+if (invokedDirectly) {
+  runCli(process.argv.slice(2), {
+    stdout: (t) => process.stdout.write(t),
+    stderr: (t) => process.stderr.write(t),
+    env: process.env,
+  }).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
