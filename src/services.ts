@@ -93,6 +93,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     accounts: accountStore,
     audit: auditStore,
     changes: keyFeed,
+    rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     onBackgroundError: (err) => log.warn({ err }, 'keys: background write failed'),
   });
   const provider = deps.definitionProvider ?? (await createDefinitionProvider(config));
@@ -117,17 +118,37 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     definitions,
     audit,
     keyFeedState: () => keyFeed.state,
-    async close() {
     jobs: imageJobs.service,
     imageFiles: imageJobs.files,
     imageJobs,
+    async close() {
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
-      await keys.close();
       await imageJobs.close();
+      await keys.close();
       await keyFeed.close();
       await closeProvider(provider);
     },
   };
+}
+
+/** What the admin CLI needs: accounts, credits, keys and the audit trail; no feeds, no providers. */
+export interface AdminServices {
+  readonly credits: CreditService;
+  readonly keys: KeyService;
+  readonly audit: AuditLog;
+  close(): Promise<void>;
+}
+
+export async function buildAdminServices(deps: { connection: Connection; host?: string }): Promise<AdminServices> {
+  const { connection } = deps;
+  const accountStore = new MongoAccountStore(connection);
+  const keyStore = new MongoKeyStore(connection);
+  const auditStore = new MongoAuditStore(connection);
+  await Promise.all([accountStore.init(), keyStore.init(), auditStore.init()]);
+  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host: deps.host ?? hostname() });
+  // No change feed: a short-lived process caches nothing; gateways hear of its deletions through theirs.
+  const keys = new KeyService({ keys: keyStore, accounts: accountStore, audit: auditStore });
+  return { credits, keys, audit: new AuditLog({ store: auditStore, accounts: accountStore }), close: () => keys.close() };
 }
 
 async function closeProvider(provider: DefinitionProvider): Promise<void> {

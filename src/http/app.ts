@@ -63,7 +63,6 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    disableRequestLogging: config.NODE_ENV === 'production',
     routerOptions: { ignoreTrailingSlash: true },
   }) as unknown as FastifyInstance;
 
