@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // Admin CLI entry for `npx gateway-cli …` / the package's bin: runs src/cli/main.ts through tsx.
+/* global process */
 import { register } from 'tsx/esm/api';
 
 register();

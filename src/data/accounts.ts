@@ -50,10 +50,10 @@ export class MongoAccountStore implements AccountStore {
     );
     if (after) return { kind: 'applied', balance: after.credits };
     // No match: tell apart an operation already applied, a balance too low and an unknown account.
-    const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ops: { $elemMatch: { $eq: opId } } } });
-    if (!state) return { kind: 'unknown_account' };
-    if (state.ops?.length) return { kind: 'already_applied', balance: state.credits };
-    return { kind: 'insufficient', balance: state.credits };
+    const applied = await this.collection.findOne({ _id, ops: opId }, { projection: { credits: 1 } });
+    if (applied) return { kind: 'already_applied', balance: applied.credits };
+    const state = await this.collection.findOne({ _id }, { projection: { credits: 1 } });
+    return state ? { kind: 'insufficient', balance: state.credits } : { kind: 'unknown_account' };
   }
 
   async voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'> {

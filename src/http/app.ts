@@ -111,7 +111,11 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 
 /** Everything that can go wrong, as a catalog error. Only faults become (masked, logged) 500s. */
 function toAppError(err: FastifyError, request: FastifyRequest): AppError {
-  if (isAppError(err)) return err;
+  if (isAppError(err)) {
+    // Upstream and infrastructure trouble is worth an operator's look; client errors are not.
+    if (err.httpStatus >= 500) request.log.warn({ err: err.cause ?? err, code: err.code, requestId: request.id }, err.message);
+    return err;
+  }
   if (isDatabaseUnavailableError(err)) {
     request.log.warn({ err, requestId: request.id }, 'database unavailable');
     return new AppError('database_unavailable', { retryAfter: RETRY_AFTER_SECONDS, cause: err });

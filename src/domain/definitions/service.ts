@@ -42,15 +42,10 @@ export class DefinitionLookup implements DefinitionService {
     try {
       definition = await this.define(keyword);
     } catch (err) {
-      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, opId, {
-        reason: err instanceof DefinitionProviderError ? `provider_${err.kind}` : 'provider_error',
-        keyId: principal.keyId,
-        keyword,
-      });
-      if (err instanceof DefinitionProviderError) {
-        throw new AppError(err.kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: 5 });
-      }
-      throw err;
+      // Whatever the provider threw, the caller got nothing: give the credit back (once, by op id).
+      const kind = err instanceof DefinitionProviderError ? err.kind : 'failed';
+      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, opId, { reason: `provider_${kind}`, keyId: principal.keyId, keyword });
+      throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };
   }
