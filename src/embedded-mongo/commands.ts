@@ -328,16 +328,18 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shapeDoc(doc, project) : null, ok: 1 };
 };
 
+function countMatches(coll: Collection, query: Doc | undefined, skip: number, limit: number): number {
+  if (!query || Object.keys(query).length === 0) {
+    const n = Math.max(0, coll.docs.size - skip);
+    return limit > 0 ? Math.min(n, limit) : n;
+  }
+  return coll.query(query, { skip, limit: limit || undefined }).length;
+}
+
 const count: Handler = (engine, cmd, ctx) => {
   const coll = engine.getCollection(ctx.db, collName(cmd, 'count'));
   if (!coll) return { n: 0, ok: 1 };
-  const query = cmd.query as Doc | undefined;
-  const skip = Number(cmd.skip ?? 0);
-  const limit = Math.abs(Number(cmd.limit ?? 0));
-  let n: number;
-  if ((!query || Object.keys(query).length === 0) && skip === 0 && limit === 0) n = coll.docs.size;
-  else n = coll.query(query, { skip, limit: limit || undefined }).length;
-  return { n, ok: 1 };
+  return { n: countMatches(coll, cmd.query as Doc | undefined, Number(cmd.skip ?? 0), Math.abs(Number(cmd.limit ?? 0))), ok: 1 };
 };
 
 const distinct: Handler = (engine, cmd, ctx) => {
@@ -509,13 +511,14 @@ const aggregate: Handler = (engine, cmd, ctx) => {
       limit = Number(stages[0].$limit);
       stages = stages.slice(1);
     }
-    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip }) : [];
     // countDocuments() sends [$match, ($skip), ($limit), {$group: {_id: 1, n: {$sum: 1}}}]: count directly.
     if (stages.length === 1 && isCountGroup(stages[0])) {
       const group = stages[0].$group as Doc;
-      const counted = rows.length === 0 ? [] : [{ _id: group._id, [Object.keys(group)[1]]: rows.length }];
+      const n = coll ? countMatches(coll, filter, skip ?? 0, limit ?? 0) : 0;
+      const counted = n === 0 ? [] : [{ _id: group._id, [Object.keys(group)[1]]: n }];
       return cursorReply(engine, `${ctx.db}.${name}`, counted, cmd.cursor?.batchSize);
     }
+    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip }) : [];
     source = rows.map(([, d]) => deepCopy(d));
   }
   let outTarget: string | undefined;
