@@ -49,7 +49,8 @@ function takeBatch(docs: Doc[], pos: number, n: number): Doc[] {
 }
 
 function cursorReply(engine: Engine, ns: string, docs: Doc[], batchSize: number | undefined, singleBatch = false): Doc {
-  const first = takeBatch(docs, 0, batchSize ?? DEFAULT_BATCH);
+  // batchSize 0 asks for an empty first batch (the cursor is only opened).
+  const first = batchSize === 0 && !singleBatch ? [] : takeBatch(docs, 0, batchSize ?? DEFAULT_BATCH);
   const id = singleBatch ? Long.ZERO : engine.openCursor(ns, docs, first.length);
   return { cursor: { firstBatch: first, id, ns }, ok: 1 };
 }
@@ -168,8 +169,8 @@ const find: Handler = (engine, cmd, ctx) => {
   const project = compileProjection(cmd.projection, cmd.filter);
   const docs = rows.map(([, d]) => (project ? project(d) : d));
   let batchSize = cmd.batchSize === undefined ? DEFAULT_BATCH : Number(cmd.batchSize);
-  if (limit > 0 && (batchSize === 0 || batchSize > limit) && cmd.batchSize !== 0) batchSize = limit;
-  if (limit > 0 && docs.length <= batchSize) singleBatch = true;
+  if (limit > 0 && batchSize > limit) batchSize = limit;
+  if (limit > 0 && batchSize > 0 && docs.length <= batchSize) singleBatch = true;
   return cursorReply(engine, `${ctx.db}.${name}`, docs, batchSize, singleBatch);
 };
 
@@ -537,7 +538,8 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     return { cursor: { firstBatch: [], id: Long.ZERO, ns: `${ctx.db}.${name ?? '$cmd.aggregate'}` }, ok: 1 };
   }
   if (cmd.explain) return { stages: pipeline, ok: 1 };
-  return cursorReply(engine, `${ctx.db}.${name ?? '$cmd.aggregate'}`, results, cmd.cursor?.batchSize);
+  const batchSize = cmd.cursor?.batchSize;
+  return cursorReply(engine, `${ctx.db}.${name ?? '$cmd.aggregate'}`, results, batchSize === undefined ? undefined : Number(batchSize));
 };
 
 // ---- namespaces and indexes ----

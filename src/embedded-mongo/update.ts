@@ -2,6 +2,7 @@
 // $pull, $addToSet, $min, $max, $currentDate on plain dotted paths) run here directly, because mingo's
 // update entry point costs ~200 µs per call; positional paths, $[<id>] with arrayFilters and the rarer
 // operators go to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
+import { Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
 import { compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
 import { compileFilter } from './matcher.js';
@@ -158,7 +159,7 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           break;
         }
         case '$currentDate':
-          setPath(doc, path, isPlainObject(v) && v.$type === 'timestamp' ? new Date() : new Date());
+          setPath(doc, path, isPlainObject(v) && v.$type === 'timestamp' ? new Timestamp({ t: Math.floor(Date.now() / 1000), i: 1 }) : new Date());
           updated.add(path);
           break;
         case '$push':
