@@ -22,7 +22,7 @@ export interface DefinitionLookupDeps {
 
 export const LOOKUP_COST = 1;
 
-/** Charge operation id of one lookup: its refund, if any, reuses it (at most once). */
+/** Charge operation id of one lookup; its refund, if any, is `refund:<this id>` (so it applies at most once). */
 export const lookupOpId = () => `lookup:${randomUUID()}`;
 
 /**
@@ -42,9 +42,9 @@ export class DefinitionLookup implements DefinitionService {
     try {
       definition = await this.define(keyword);
     } catch (err) {
-      // Whatever the provider threw, the caller got nothing: give the credit back (once, by op id).
+      // Whatever the provider threw, the caller got nothing: give the credit back (once, by its own op id).
       const kind = err instanceof DefinitionProviderError ? err.kind : 'failed';
-      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, opId, { reason: `provider_${kind}`, keyId: principal.keyId, keyword });
+      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, `refund:${opId}`, { reason: `provider_${kind}`, keyId: principal.keyId, keyword });
       throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };
