@@ -1,0 +1,113 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runCli } from '../../src/cli/main.js';
+
+/** The admin CLI against the test database (in process, plus one run of the real bin). */
+const dbName = `t_cli_${process.pid}`;
+let uri: string;
+
+beforeAll(() => {
+  uri = inject('mongoUri').replace(/\/?$/, `/${dbName}`);
+});
+
+async function cli(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri } });
+  return { code, stdout, stderr, json: () => JSON.parse(stdout) };
+}
+
+describe('gateway CLI', () => {
+  let accountId: string;
+  let keyId: string;
+  let key: string;
+
+  it('account create', async () => {
+    const res = await cli('account', 'create', '--name', 'Acme', '--credits', '25');
+    expect(res.code).toBe(0);
+    expect(res.stderr).toBe('');
+    expect(res.json()).toEqual({ accountId: expect.stringMatching(/^[0-9a-f]{24}$/), name: 'Acme', credits: 25 });
+    accountId = res.json().accountId;
+  });
+
+  it('credits grant', async () => {
+    const res = await cli('credits', 'grant', '--account', accountId, '--amount', '5');
+    expect(res.json()).toEqual({ accountId, credits: 30 });
+  });
+
+  it('key create shows the key once', async () => {
+    const res = await cli('key', 'create', '--account', accountId, '--name', 'prod');
+    const out = res.json();
+    expect(out).toEqual({ id: expect.stringMatching(/^[0-9a-f]{24}$/), key: expect.stringMatching(/^wi_live_[0-9a-f]{64}$/), prefix: out.key.slice(0, 12), name: 'prod', createdAt: expect.any(String) });
+    keyId = out.id;
+    key = out.key;
+  });
+
+  it('key list never shows the key', async () => {
+    const res = await cli('key', 'list', '--account', accountId);
+    const list = res.json();
+    expect(list).toEqual([{ id: keyId, name: 'prod', prefix: key.slice(0, 12), createdAt: expect.any(String), lastUsedAt: null, deletedAt: null }]);
+    expect(res.stdout).not.toContain(key);
+  });
+
+  it('key delete', async () => {
+    const res = await cli('key', 'delete', '--id', keyId);
+    expect(res.json()).toEqual({ id: keyId, deletedAt: expect.any(String) });
+    expect((await cli('key', 'list', '--account', accountId)).json()[0].deletedAt).toBe(res.json().deletedAt);
+  });
+
+  it('audit export: JSON lines, each with its IP, actor and host', async () => {
+    const res = await cli('audit', 'export', '--account', accountId);
+    const lines = res.stdout.trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.event)).toEqual(['account.created', 'credits.granted', 'key.created', 'key.deleted']);
+    for (const line of lines) {
+      expect(line).toHaveProperty('ip');
+      expect(typeof line.ip).toBe('string');
+      expect(line.actor).toMatch(/^cli:/);
+      expect(line.host).toBeTruthy();
+    }
+    expect(lines[3]).toMatchObject({ keyId, keyPrefix: key.slice(0, 12) });
+  });
+
+  it.each([
+    [['account', 'create'], 2, /account create needs --name/],
+    [['account', 'create', '--name', 'x', '--credits=-4'], 1, /--credits must be a non-negative integer/],
+    [['account', 'create', '--name', 'x', '--credits', '2.5'], 1, /--credits must be a non-negative integer/],
+    [['credits', 'grant', '--account', 'nope', '--amount', '1'], 1, /account .* does not exist|account must/],
+    [['credits', 'grant', '--account', '0'.repeat(24), '--amount', '0'], 1, /amount must be a positive integer/],
+    [['key', 'create', '--account', '0'.repeat(24), '--name', 'x'], 1, /account must be the id of an existing account/],
+    [['key', 'delete', '--id', 'xyz'], 1, /id must be the id of an existing key/],
+    [['key', 'explode'], 2, /unknown command "key explode"/],
+    [['key', 'list', '--account', 'a', '--bogus', '1'], 2, /Unknown option|bogus/],
+    [['audit', 'export', '--account', 'zz'], 1, /account must be a 24-character hex account id/],
+  ])('%j → exit %i with a clear message', async (argv, exit, message) => {
+    const res = await cli(...(argv as string[]));
+    expect(res.code).toBe(exit);
+    expect(res.stdout).toBe('');
+    expect(res.stderr).toMatch(message as RegExp);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('without MONGODB_URI it says what is missing', async () => {
+    let stderr = '';
+    const code = await runCli(['key', 'list', '--account', 'x'], { stdout: () => {}, stderr: (t) => (stderr += t), env: {} });
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/MONGODB_URI is not set/);
+  });
+
+  it('the bin runs the same CLI', async () => {
+    const child = spawn(process.execPath, ['bin/gateway-cli.js', 'key', 'list', '--account', accountId], { env: { ...process.env, MONGODB_URI: uri }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    const code = await new Promise((r) => child.on('close', r));
+    expect(code).toBe(0);
+    expect(JSON.parse(out)[0].id).toBe(keyId);
+  });
+});
+
+afterAll(async () => {
+  const { MongoClient } = await import('mongodb');
+  const client = await MongoClient.connect(uri);
+  await client.db(dbName).dropDatabase();
+  await client.close();
+});
