@@ -1,8 +1,7 @@
 // The storage engine: databases and collections, every mutation (journaled and published as a change
 // event), and the cursor registry. Commands run synchronously against it, so each command is atomic.
-import { Long, ObjectId, Timestamp, type UUID } from 'bson';
-import { UUID as BsonUUID } from 'bson';
-import { deepCopy, type Doc } from './bson-order.js';
+import { Long, Timestamp, UUID } from 'bson';
+import type { Doc } from './bson-order.js';
 import { Collection, type IndexSpec } from './collection.js';
 import { MongoError } from './errors.js';
 import { Journal, type JournalRecord } from './journal.js';
@@ -95,7 +94,7 @@ export class Engine {
     }
     const coll = new Collection(db, name, opts);
     colls.set(name, coll);
-    this.uuids.set(coll.ns, new BsonUUID());
+    this.uuids.set(coll.ns, new UUID());
     this.log({ o: 'cc', ns: coll.ns, opts });
     return coll;
   }
@@ -368,15 +367,6 @@ export class Engine {
   reapCursors(now = Date.now()): void {
     for (const [id, c] of this.cursors) if (now - c.lastUsed > 10 * 60_000) this.cursors.delete(id);
   }
-
-  /** Copy a stored document before handing it to code that may mutate it (aggregation stages). */
-  static copy(doc: Doc): Doc {
-    return deepCopy(doc);
-  }
-}
-
-export function newObjectId(): ObjectId {
-  return new ObjectId();
 }
 
 export function validateCollectionName(name: string): void {
