@@ -1,0 +1,112 @@
+import { MongoClient, type Db } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { startEmbeddedMongo } from '../../src/embedded-mongo/index.js';
+import { CollectionWatcher, type WatchEvent, type WatcherState } from '../../src/data/collection-watcher.js';
+
+let client: MongoClient;
+let db: Db;
+const watchers: CollectionWatcher[] = [];
+
+beforeAll(async () => {
+  client = await MongoClient.connect(inject('mongoUri'));
+  db = client.db(`t_watcher_${process.pid}`);
+  await db.dropDatabase();
+});
+afterAll(async () => {
+  await Promise.all(watchers.map((w) => w.close()));
+  await db?.dropDatabase();
+  await client?.close();
+});
+
+async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not reached in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function watch(collection: string, opts: Partial<ConstructorParameters<typeof CollectionWatcher>[0]> = {}) {
+  const events: WatchEvent[] = [];
+  const states: WatcherState[] = [];
+  const w = new CollectionWatcher({ db, collection, onEvent: (e) => events.push(e), onStateChange: (s) => states.push(s), pollMs: 50, ...opts });
+  watchers.push(w);
+  return { w, events, states };
+}
+
+describe('CollectionWatcher', () => {
+  it('streams inserts, updates and deletes once started (live)', async () => {
+    const { w, events, states } = watch('a', { fullDocument: true });
+    await w.start();
+    expect(w.state).toBe('changestream');
+    expect(w.live).toBe(true);
+    expect(states).toEqual(['changestream']);
+    const col = db.collection('a');
+    // No wait between start() and the writes: start() resolves once nothing can be missed.
+    await col.insertOne({ _id: 'x' as never, n: 1, updatedAt: new Date() });
+    await col.updateOne({ _id: 'x' as never }, { $set: { n: 2, updatedAt: new Date() } });
+    await col.deleteOne({ _id: 'x' as never });
+    await until(() => events.length >= 3);
+    expect(events.map((e) => e.operationType)).toEqual(['insert', 'update', 'delete']);
+    expect(events.every((e) => e.documentKey._id === 'x')).toBe(true);
+    expect(events[1]!.fullDocument).toMatchObject({ n: 2 });
+  });
+
+  it('match filters on document fields; deletes still come through', async () => {
+    const { w, events } = watch('b', { match: { owner: 'me' }, fullDocument: true });
+    await w.start();
+    const col = db.collection('b');
+    await col.insertMany([
+      { _id: 1 as never, owner: 'other' },
+      { _id: 2 as never, owner: 'me' },
+    ]);
+    await col.deleteOne({ _id: 1 as never });
+    await until(() => events.length >= 2);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(events.map((e) => [e.operationType, e.documentKey._id])).toEqual([
+      ['insert', 2],
+      ['delete', 1],
+    ]);
+  });
+
+  it('poll mode: reports documents whose updatedAt moved, once each, and is not live', async () => {
+    const { w, events } = watch('c', { mode: 'poll' });
+    await w.start();
+    expect(w.state).toBe('poll');
+    expect(w.live).toBe(false);
+    const col = db.collection('c');
+    const t1 = new Date();
+    await col.insertOne({ _id: 'k' as never, v: 1, updatedAt: t1 });
+    await until(() => events.length === 1);
+    await new Promise((r) => setTimeout(r, 200)); // several polls: still one event
+    expect(events).toHaveLength(1);
+    await col.updateOne({ _id: 'k' as never }, { $set: { v: 2, updatedAt: new Date(t1.getTime() + 5) } });
+    await until(() => events.length === 2);
+    expect(events[1]).toMatchObject({ operationType: 'update', fullDocument: { v: 2 } });
+  });
+
+  it('a stream that fails (server gone) falls back to polling and says so', async () => {
+    const server = await startEmbeddedMongo({ port: 0 });
+    const own = await MongoClient.connect(server.uri, { serverSelectionTimeoutMS: 300 });
+    const states: WatcherState[] = [];
+    const w = new CollectionWatcher({ db: own.db('x'), collection: 'd', onEvent: () => {}, onStateChange: (s) => states.push(s), pollMs: 50, retryStreamMs: 60_000 });
+    try {
+      await w.start();
+      expect(w.live).toBe(true);
+      await server.stop();
+      await until(() => states.includes('poll'), 10_000);
+      expect(w.live).toBe(false);
+    } finally {
+      await w.close();
+      await own.close(true);
+    }
+  });
+
+  it('close() stops everything and reports stopped', async () => {
+    const { w, states } = watch('e');
+    await w.start();
+    await w.close();
+    expect(w.state).toBe('stopped');
+    expect(states.at(-1)).toBe('stopped');
+  });
+});
