@@ -30,6 +30,7 @@ import type { CreditBalances } from './domain/ports.js';
 import { createDefinitionProvider } from './providers/definitions/index.js';
 import type { ImageProvider } from './providers/images/types.js';
 import { openImageJobs, type ImageJobsModule } from './queue/image-jobs.js';
+import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
 import type { ImageJobService } from './domain/ports.js';
 import type { ImageFiles } from './domain/jobs/files.js';
 
@@ -52,7 +53,8 @@ export interface Services {
   readonly imageFiles: ImageFiles;
   /** The image-jobs module: queue, runner and sweep, for starting a worker (main.ts, workers/main.ts). */
   readonly imageJobs: ImageJobsModule;
-  // JOB EVENTS: `jobEvents: JobEvents` (GraphQL subscriptions) goes here.
+  /** Cross-process job changes for GraphQL `jobStatus`: one watcher per process, started on first subscription. */
+  readonly jobEvents: JobEvents;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -107,7 +109,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const audit = new AuditLog({ store: auditStore, accounts: accountStore });
 
   const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: deps.role ?? 'gateway' });
-  // JOB EVENTS: start the job event source here.
+  // Started lazily by the first subscriber: workers and the CLI build services too and never watch.
+  const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
 
   return {
     config,
@@ -121,8 +124,10 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     jobs: imageJobs.service,
     imageFiles: imageJobs.files,
     imageJobs,
+    jobEvents,
     async close() {
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
+      await jobEvents.close();
       await imageJobs.close();
       await keys.close();
       await keyFeed.close();

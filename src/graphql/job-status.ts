@@ -33,6 +33,8 @@ export async function jobStatusStream(ctx: GraphQLContext, jobId: string): Promi
   });
   try {
     signal.throwIfAborted();
+    // Watching must be live before the current state is read, or a change in between could be lost.
+    await services.jobEvents.ready();
     // Unknown, malformed or another account's id: the same 404 as `job(id)` and REST.
     current = await services.jobs.get(principal, jobId, urls);
   } catch (err) {

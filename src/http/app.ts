@@ -23,6 +23,7 @@ import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
 import imageRoutes from './routes/images.js';
 import type { RouteModule } from './routes/types.js';
+import { registerGraphQL } from './graphql.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -91,8 +92,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
  * GraphQL: `/graphql` over HTTP and WebSocket, once the services it needs are in `Services` (the
  * GraphQL module wires itself here; see src/http/graphql.ts).
  */
-async function registerGraphqlHook(_app: FastifyInstance, _config: Config, _services: Services): Promise<void> {
-  // GRAPHQL: `const door = await registerGraphQL(app, {config, services, baseUrlOf}); app.addHook('onClose', () => door.close());`
+async function registerGraphqlHook(app: FastifyInstance, config: Config, services: Services): Promise<void> {
+  // The door closes itself (WebSockets, Apollo) when the app closes.
+  await registerGraphQL(app, { config, services, baseUrlOf: (r) => baseUrlOf(config, r) });
 }
 
 /** Base address of image URLs for a request: PUBLIC_BASE_URL, or what the client called. */

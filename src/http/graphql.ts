@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { fastifyApolloDrainPlugin, fastifyApolloHandler } from '@as-integrations/fastify';
+import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import {
@@ -49,7 +49,10 @@ export const GRAPHQL_PATH = '/graphql';
 
 export interface GraphQLDoor {
   readonly schema: GraphQLSchema;
-  /** Closes WebSocket connections (1001) and stops Apollo; the HTTP server itself belongs to the app. */
+  /**
+   * Closes WebSocket connections (1001) and stops Apollo; runs by itself when the app closes. The
+   * HTTP server itself belongs to the app.
+   */
   close(): Promise<void>;
 }
 
@@ -57,7 +60,7 @@ export interface GraphQLDoorOptions {
   config: Config;
   services: GraphQLServices;
   /** Base address of image URLs for a request (the app's rule, shared with REST). */
-  baseUrlOf?: (req: { headers: IncomingMessage['headers']; protocol?: string }) => string;
+  baseUrlOf?: (req: { headers: IncomingMessage['headers']; protocol: 'http' | 'https' }) => string;
 }
 
 interface ConnectionState {
@@ -99,10 +102,11 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     validationRules: protection.validationRules,
     parseOptions: { maxTokens: config.GRAPHQL_MAX_TOKENS },
     formatError: formatGraphQLError,
-    // Cast: these packages resolve @apollo/server's CommonJS typings, structurally the same plugins.
+    // Cast: armor resolves @apollo/server's CommonJS typings, structurally the same plugins.
     plugins: [
       ...(protection.plugins as unknown as ApolloServerPlugin<GraphQLContext>[]),
-      fastifyApolloDrainPlugin(app) as unknown as ApolloServerPlugin<GraphQLContext>,
+      // No fastifyApolloDrainPlugin: it closes Fastify from apollo.stop(), and here Fastify's close
+      // is what stops Apollo (preClose below); Fastify drains its own connections.
       logMaskedErrors(log),
       // No landing page: it loads a web IDE from a CDN, and the gateway is an API.
       ApolloServerPluginLandingPageDisabled(),
@@ -137,13 +141,15 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
 
   const ws = await attachWebSocket(app, schema, protection.validationRules, opts, baseUrlOf, log);
 
-  return {
-    schema,
-    async close() {
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
       await ws.close();
       await apollo.stop();
-    },
-  };
+    })());
+  // preClose, not onClose: open WebSockets would otherwise keep Fastify's close waiting for them.
+  app.addHook('preClose', close);
+  return { schema, close };
 }
 
 async function authenticateHttp(services: GraphQLServices, request: FastifyRequest): Promise<Principal> {
@@ -320,6 +326,6 @@ function isEncrypted(req: IncomingMessage): boolean {
   return Boolean((req.socket as { encrypted?: boolean }).encrypted);
 }
 
-function defaultBaseUrl(req: { headers: IncomingMessage['headers']; protocol?: string }): string {
-  return `${req.protocol ?? 'http'}://${req.headers.host ?? 'localhost'}`;
+function defaultBaseUrl(req: { headers: IncomingMessage['headers']; protocol: 'http' | 'https' }): string {
+  return `${req.protocol}://${req.headers.host ?? 'localhost'}`;
 }

@@ -23,6 +23,11 @@ export interface JobEvents {
   readonly activeMode: 'changestream' | 'poll' | 'stopped';
   /** Calls `listener` with the job after each of its changes, until the returned function is called. */
   subscribe(jobId: string, listener: JobListener): () => void;
+  /**
+   * Resolves once changes are being watched (starting the watcher on first use, so processes that
+   * never subscribe, like workers, open no stream); every change committed after that is delivered.
+   */
+  ready(): Promise<void>;
   /** Number of live listeners (all jobs), for tests and metrics. */
   listenerCount(): number;
 }
@@ -41,6 +46,8 @@ export class MongoJobEvents implements JobEvents {
   /** Last state delivered per watched job: stream events for invisible writes (heartbeats) are dropped. */
   private readonly lastSeen = new Map<string, string>();
   private readonly watcher: CollectionWatcher<JobDoc>;
+  private starting?: Promise<void>;
+  private closed = false;
 
   constructor(private readonly opts: MongoJobEventsOptions) {
     this.watcher = new CollectionWatcher<JobDoc>({
@@ -59,11 +66,20 @@ export class MongoJobEvents implements JobEvents {
     return this.watcher.state;
   }
 
-  start(): Promise<void> {
-    return this.watcher.start();
+  ready(): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('job events are closed'));
+    // Memoized; a failed start (JOB_EVENTS=changestream on a deployment without streams) is retried
+    // by the next subscriber rather than cached.
+    this.starting ??= this.watcher.start().catch((err: unknown) => {
+      this.starting = undefined;
+      throw err;
+    });
+    return this.starting;
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    await this.starting?.catch(() => undefined);
     await this.watcher.close();
     this.listeners.clear();
     this.lastSeen.clear();

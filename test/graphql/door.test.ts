@@ -65,6 +65,7 @@ class ManualJobEvents implements JobEvents {
     this.listeners.set(jobId, set.add(listener));
     return () => void set.delete(listener);
   }
+  async ready() {}
   listenerCount() {
     return [...this.listeners.values()].reduce((n, s) => n + s.size, 0);
   }
@@ -114,7 +115,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.dispose()));
-  await door?.close();
   await app?.close();
 });
 

@@ -70,7 +70,7 @@ describe.each<JobEventsMode>(['changestream', 'poll'])('MongoJobEvents (%s)', (m
       },
     });
     const events = new MongoJobEvents({ db: countingDb, mode, pollMs: 50 });
-    await events.start();
+    await events.ready();
     try {
       expect(events.activeMode).toBe(mode);
       const id = randomUUID();
@@ -106,7 +106,7 @@ describe.each<JobEventsMode>(['changestream', 'poll'])('MongoJobEvents (%s)', (m
 
 it('auto picks change streams where the deployment has them', async () => {
   const events = new MongoJobEvents({ db, mode: 'auto', pollMs: 50 });
-  await events.start();
+  await events.ready();
   try {
     expect(['changestream', 'poll']).toContain(events.activeMode);
     const probe = jobs.watch([], { maxAwaitTimeMS: 1 });
