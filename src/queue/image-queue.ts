@@ -84,10 +84,24 @@ export class ImageQueue implements ImageWorkQueue {
     return new Set(docs.map((d) => (d.data as { index: number }).index));
   }
 
-  /** Stops processing (if started) after running work finished; leaves the database connection open. */
+  /**
+   * Stops processing (if started) after running work finished; leaves the database connection open.
+   * Agenda's own drain() stops taking work but, with removeOnComplete, can miss the last completion
+   * (the entry is still being removed when it looks) and wait for its whole timeout; so we let it stop
+   * intake, watch the running and locked counts ourselves, and end the drain when both reach zero.
+   */
   async close(drainTimeoutMs = 30_000): Promise<void> {
     if (this.agenda.isActiveJobProcessor()) {
-      await this.agenda.drain({ timeout: drainTimeoutMs, closeConnection: false });
+      const stop = new AbortController();
+      const drained = this.agenda.drain({ signal: stop.signal, closeConnection: false });
+      const deadline = Date.now() + drainTimeoutMs;
+      while (Date.now() < deadline) {
+        const stats = await this.agenda.getRunningStats();
+        if (stats.runningJobs === 0 && stats.lockedJobs === 0) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      stop.abort();
+      await drained;
     }
     await this.channel.disconnect();
   }

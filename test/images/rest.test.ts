@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.js';
-import { spawnWorker, type WorkerProcess } from './worker-process.js';
+import { readJson, spawnWorker, type WorkerProcess } from './worker-process.js';
 
 // REST image endpoints end to end: gateway in this process (no in-process worker), one standalone
 // worker process, images from a local OpenAI-compatible server that fails on purpose.
@@ -57,7 +57,7 @@ async function pollFinal(key: string, jobId: string, timeoutMs = 20_000) {
   for (;;) {
     const res = await getJob(key, jobId);
     expect(res.status).toBe(200);
-    const job = await res.json();
+    const job = await readJson(res);
     if (job.status === 'completed' || job.status === 'failed') return job;
     if (Date.now() > deadline) throw new Error(`job still ${job.status}\n${worker.output().slice(-3000)}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -65,7 +65,7 @@ async function pollFinal(key: string, jobId: string, timeoutMs = 20_000) {
 }
 
 async function expectError(res: Response, status: number, code: string, error?: string | RegExp) {
-  const body = await res.json();
+  const body = await readJson(res);
   expect(res.status, JSON.stringify(body)).toBe(status);
   expect(body.code).toBe(code);
   expect(typeof body.requestId).toBe('string');
@@ -116,7 +116,7 @@ describe('image jobs end to end', () => {
     const before = await balance(alice);
     const res = await post(alice.key, { prompts: ['a red fox', ' a blue whale ', 'a green moth'] });
     expect(res.status).toBe(201);
-    const created = await res.json();
+    const created = await readJson(res);
     expect(created).toEqual({ jobId: expect.stringMatching(/^[0-9a-f-]{36}$/), totalImages: 3, creditsUsed: 3, credits: before - 3 });
     expect(res.headers.get('location')).toBe(`/api/playground/images/${created.jobId}`);
 
@@ -146,7 +146,7 @@ describe('image jobs end to end', () => {
   });
 
   it('refuses tampered or expired image URLs, and hides jobs from other accounts', async () => {
-    const created = await (await post(alice.key, { prompts: ['secret garden'] })).json();
+    const created = await readJson(await post(alice.key, { prompts: ['secret garden'] }));
     const job = await pollFinal(alice.key, created.jobId);
     const url = new URL(job.images[0].url);
     const tampered = new URL(url);
@@ -169,7 +169,7 @@ describe('image jobs end to end', () => {
   it('refunds a failed image exactly once (audited), through a provider that fails on purpose', async () => {
     const before = await balance(alice);
     const res = await post(alice.key, { prompts: ['fine', '[reject] forbidden', '[flaky:1] comes back'] });
-    const created = await res.json();
+    const created = await readJson(res);
     expect(created.credits).toBe(before - 3);
     const job = await pollFinal(alice.key, created.jobId);
     expect(job).toMatchObject({ status: 'completed', succeededImages: 2, failedImages: 1, creditsRefunded: 1 });
@@ -187,7 +187,7 @@ describe('image jobs end to end', () => {
 
   it('a job whose every image fails is failed and fully refunded', async () => {
     const before = await balance(alice);
-    const created = await (await post(alice.key, { prompts: ['[reject] one', '[reject] two'] })).json();
+    const created = await readJson(await post(alice.key, { prompts: ['[reject] one', '[reject] two'] }));
     const job = await pollFinal(alice.key, created.jobId);
     expect(job).toMatchObject({ status: 'failed', failedImages: 2, creditsRefunded: 2 });
     expect(await balance(alice)).toBe(before);

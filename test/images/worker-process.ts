@@ -36,3 +36,8 @@ export function spawnWorker(env: Record<string, string>): WorkerProcess {
   ready.catch(() => undefined);
   return { proc, ready, exited, output: () => out, kill: (signal) => proc.kill(signal) };
 }
+
+/** A response body as loosely typed JSON, for assertions. */
+export async function readJson(res: Response): Promise<any> {
+  return res.json();
+}
