@@ -11,6 +11,7 @@ import { MongoError } from './errors.js';
 export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
 export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDescription | undefined };
 
+const PUSH_MODIFIERS = new Set(['$each', '$slice', '$position', '$sort']);
 const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul']);
 
 export function isOperatorUpdate(u: Doc): boolean {
@@ -91,14 +92,56 @@ function addNumbers(a: any, b: any): any {
   return toNumber(a) + toNumber(b);
 }
 
+/** $push with its $each/$position/$sort/$slice modifiers, in MongoDB's order of application. */
+function applyPush(arr: any[], items: any[], mods: Doc): void {
+  const copies = items.map(deepCopy);
+  if (mods.$position !== undefined) {
+    const p = Number(mods.$position);
+    const at = p < 0 ? Math.max(0, arr.length + p) : Math.min(p, arr.length);
+    arr.splice(at, 0, ...copies);
+  } else {
+    arr.push(...copies);
+  }
+  if (mods.$sort !== undefined) {
+    const spec = mods.$sort;
+    if (isPlainObject(spec)) {
+      const fields = Object.entries(spec) as Array<[string, number]>;
+      arr.sort((a, b) => {
+        for (const [f, d] of fields) {
+          const c = compareValues(getPathValue(a, f), getPathValue(b, f));
+          if (c !== 0) return d < 0 ? -c : c;
+        }
+        return 0;
+      });
+    } else {
+      const d = Number(spec) < 0 ? -1 : 1;
+      arr.sort((a, b) => compareValues(a, b) * d);
+    }
+  }
+  if (mods.$slice !== undefined) {
+    const n = Number(mods.$slice);
+    const kept = n >= 0 ? arr.slice(0, n) : n === 0 ? [] : arr.slice(Math.max(0, arr.length + n));
+    arr.length = 0;
+    arr.push(...kept);
+  }
+}
+
+function getPathValue(v: any, path: string): any {
+  let cur = v;
+  for (const p of path.split('.')) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = cur[p];
+  }
+  return cur;
+}
+
 function canFastPath(u: Doc): boolean {
   for (const [op, fields] of Object.entries(u)) {
     if (!FAST_OPS.has(op)) return false;
     for (const [path, v] of Object.entries(fields as Doc)) {
       if (path.includes('$')) return false;
-      if (op === '$push' || op === '$addToSet') {
-        if (isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && k !== '$each')) return false;
-      }
+      if (op === '$push' && isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && !PUSH_MODIFIERS.has(k))) return false;
+      if (op === '$addToSet' && isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && k !== '$each')) return false;
     }
   }
   return true;
@@ -172,9 +215,10 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           } else if (!Array.isArray(cur)) {
             throw new MongoError(2, `The field '${path}' must be an array but is of type ${typeof cur} in document {_id: ${String(doc._id)}}`, 'BadValue');
           }
-          for (const item of items) {
-            if (op === '$addToSet' && cur.some((x: any) => compareValues(x, item) === 0)) continue;
-            cur.push(deepCopy(item));
+          if (op === '$addToSet') {
+            for (const item of items) if (!cur.some((x: any) => compareValues(x, item) === 0)) cur.push(deepCopy(item));
+          } else {
+            applyPush(cur, items, isPlainObject(v) && '$each' in v ? v : {});
           }
           updated.add(path);
           break;

@@ -125,6 +125,10 @@ describe('CRUD semantics', () => {
     await c.updateOne({ _id: 1 }, { $pull: { items: { v: { $gte: 20 } } } });
     await c.updateOne({ _id: 1 }, { $addToSet: { tags: 'b' } });
     expect(await c.findOne({ _id: 1 })).toEqual({ _id: 1, tags: ['b', 'c'], items: [{ k: 'a', v: 11 }] });
+    // A capped log, as the credit ledger keeps its recent operation ids.
+    await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['d', 'e'], $slice: -3 } } });
+    await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['a'], $position: 0, $sort: 1 } } });
+    expect((await c.findOne({ _id: 1 }))?.tags).toEqual(['a', 'c', 'd', 'e']);
   });
 
   it('updates many, deletes and reports counts', async () => {
