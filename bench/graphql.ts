@@ -1,4 +1,4 @@
-// Benchmark of the GraphQL door (not a test): `npx tsx bench/graphql.ts` (or `npm run bench:graphql`).
+// Benchmark of the GraphQL door (not a test): `npm run bench:graphql` (= `npx tsx bench/graphql.ts`).
 // Every part runs in its own process, as in production: the embedded database (unless MONGODB_URI is
 // set), the gateway (`src/main.ts`, no in-process worker), an image worker (`workers/main.ts`), and
 // this client. Prints, in one run:
@@ -21,6 +21,8 @@ const PROMPTS = Number(process.env.BENCH_PROMPTS ?? 4);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const POLL_MS = Number(process.env.BENCH_POLL_MS ?? 500);
+/** Jobs followed at once: 1 measures the push path, more adds the worker's CPU load to it. */
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 1);
 
 const children = new Set<ChildProcess>();
 process.on('exit', () => {
@@ -130,8 +132,6 @@ async function pushLatency(base: string, key: string): Promise<{ latencies: numb
   const latencies: number[] = [];
   let messages = 0;
   const prompts = Array.from({ length: PROMPTS }, (_, i) => `bench prompt ${i}`);
-  // A few jobs at a time, so the worker is busy but the gateway is not saturated by the client.
-  const inFlight = 4;
   let next = 0;
   const runOne = async () => {
     const { generate } = await graphql(base, key, 'mutation($p: [String!]!) { generate(prompts: $p) { jobId } }', { p: prompts });
@@ -154,7 +154,7 @@ async function pushLatency(base: string, key: string): Promise<{ latencies: numb
     });
   };
   await Promise.all(
-    Array.from({ length: inFlight }, async () => {
+    Array.from({ length: IN_FLIGHT }, async () => {
       while (next < JOBS) {
         next++;
         await runOne();
@@ -195,7 +195,7 @@ async function main() {
   const { key } = await cli(env, 'key', 'create', '--account', account.accountId, '--name', 'bench');
   const worker = await run('workers/main.ts', [], { ...env, LOG_LEVEL: 'warn' });
 
-  console.log(`jobStatus push latency: ${JOBS} jobs x ${PROMPTS} images, worker in another process, builtin provider`);
+  console.log(`jobStatus push latency: ${JOBS} jobs x ${PROMPTS} images (${IN_FLIGHT} at a time), worker in another process, builtin provider`);
   for (const mode of ['changestream', 'poll'] as const) {
     const gw = await startGateway({ ...env, JOB_EVENTS: mode, JOB_EVENTS_POLL_MS: String(POLL_MS) });
     const r = await pushLatency(gw.base, key);
