@@ -174,7 +174,7 @@ const find: Handler = (engine, cmd, ctx) => {
   return cursorReply(engine, `${ctx.db}.${name}`, docs, batchSize, singleBatch);
 };
 
-const getMore: Handler = async (engine, cmd, ctx) => {
+const getMore: Handler = (engine, cmd, ctx) => {
   const id = toBigIntId(cmd.getMore);
   const cursor = engine.cursors.get(id);
   const ns = `${ctx.db}.${String(cmd.collection)}`;
@@ -184,32 +184,34 @@ const getMore: Handler = async (engine, cmd, ctx) => {
   }
   cursor.lastUsed = Date.now();
   const batchSize = cmd.batchSize === undefined ? 0 : Number(cmd.batchSize);
-  if (cursor.kind === 'docs') {
-    const batch = takeBatch(cursor.docs, cursor.pos, batchSize);
-    cursor.pos += batch.length;
-    let outId = Long.fromBigInt(id);
-    if (cursor.pos >= cursor.docs.length) {
-      engine.cursors.delete(id);
-      outId = Long.ZERO;
-    }
-    return { cursor: { nextBatch: batch, id: outId, ns: cursor.ns }, ok: 1 };
+  if (cursor.kind === 'change') return changeGetMore(engine, id, cursor.ns, cursor.stream, batchSize, cmd.maxTimeMS);
+  const batch = takeBatch(cursor.docs, cursor.pos, batchSize);
+  cursor.pos += batch.length;
+  let outId = Long.fromBigInt(id);
+  if (cursor.pos >= cursor.docs.length) {
+    engine.cursors.delete(id);
+    outId = Long.ZERO;
   }
-  const stream = cursor.stream;
+  return { cursor: { nextBatch: batch, id: outId, ns: cursor.ns }, ok: 1 };
+};
+
+/** A change-stream getMore waits up to maxTimeMS (mongod's default: 1 s) for events. */
+async function changeGetMore(engine: Engine, id: bigint, ns: string, stream: ChangeStreamState, batchSize: number, maxTimeMS: unknown): Promise<Doc> {
   let batch = changeBatch(engine, stream, batchSize);
   if (batch.length === 0) {
-    const wait = cmd.maxTimeMS === undefined ? 1000 : Number(cmd.maxTimeMS);
-    const deadline = Date.now() + wait;
+    const deadline = Date.now() + (maxTimeMS === undefined ? 1000 : Number(maxTimeMS));
     while (batch.length === 0 && Date.now() < deadline && engine.cursors.has(id)) {
       await engine.waitForEvents(deadline - Date.now());
       batch = changeBatch(engine, stream, batchSize);
     }
   }
-  cursor.lastUsed = Date.now();
+  const cursor = engine.cursors.get(id);
+  if (cursor) cursor.lastUsed = Date.now();
   return {
-    cursor: { nextBatch: batch, id: engine.cursors.has(id) ? Long.fromBigInt(id) : Long.ZERO, ns: cursor.ns, postBatchResumeToken: resumeToken(stream.after) },
+    cursor: { nextBatch: batch, id: cursor ? Long.fromBigInt(id) : Long.ZERO, ns, postBatchResumeToken: resumeToken(stream.after) },
     ok: 1,
   };
-};
+}
 
 const killCursors: Handler = (engine, cmd) => {
   const killed: Long[] = [];
