@@ -242,6 +242,47 @@ describe('schema.graphql', () => {
   });
 });
 
+describe('GRAPHQL_INTROSPECTION=false', () => {
+  it('refuses introspection and hides field suggestions, over HTTP and WebSocket', async () => {
+    const config = loadConfig({ NODE_ENV: 'test', GRAPHQL_INTROSPECTION: 'false', LOG_LEVEL: 'silent' });
+    const closed = Fastify({ logger: false });
+    const services: GraphQLServices = {
+      keys,
+      jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null },
+      jobEvents: events,
+      definitions: { lookup: (p, k) => definitionImpl(p, k) },
+      balances: { balances: async (ids) => ids.map(() => 1) },
+    };
+    await registerGraphQL(closed, { config, services });
+    await closed.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = closed.server.address() as { port: number };
+      const endpoint = `http://127.0.0.1:${port}/graphql`;
+      const ask = async (query: string) => {
+        const res = await fetch(endpoint, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY_A}` }, body: JSON.stringify({ query }) });
+        return { status: res.status, body: (await res.json()) as any };
+      };
+      const intro = await ask('{ __schema { types { name } } }');
+      expect(intro.status).toBe(400);
+      expect(intro.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      const typo = await ask('{ mee { credits } }');
+      expect(typo.status).toBe(400);
+      expect(typo.body.errors[0].message).not.toMatch(/Did you mean/);
+      expect((await ask('{ me { credits } }')).body.data.me.credits).toBe(1);
+
+      const client = createClient({ url: endpoint.replace('http', 'ws'), webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { Authorization: `Bearer ${KEY_A}` } });
+      clients.push(client);
+      const wsResult = await new Promise<any>((resolve) => {
+        client.subscribe({ query: '{ __schema { types { name } } }' }, { next: resolve, error: resolve, complete: () => undefined });
+      });
+      expect(wsResult.length).toBeGreaterThan(0);
+      for (const e of wsResult) expect(e).toMatchObject({ message: expect.stringMatching(/introspection/i), extensions: { code: 'BAD_USER_INPUT' } });
+    } finally {
+      await closed.close();
+    }
+  });
+});
+
 describe('GraphQL over WebSocket', () => {
   it('closes a connection with a bad key with 4403 before any subscription runs', async () => {
     for (const auth of [undefined, 'Bearer nope', `Bearer wi_live_${'c'.repeat(64)}`]) {
