@@ -65,6 +65,8 @@ export interface GraphQLDoorOptions {
 
 interface ConnectionState {
   principal?: Principal;
+  /** The connection's `Authorization` value, checked again for every operation. */
+  authorization?: string;
   connectionId: string;
   revoke: AbortController;
   active: number;
@@ -208,8 +210,9 @@ async function attachWebSocket(
         const state: ConnectionState = { connectionId: randomUUID(), revoke: new AbortController(), active: 0 };
         extra.state = state;
         const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
+        state.authorization = typeof authorization === 'string' ? authorization : undefined;
         try {
-          state.principal = await services.keys.authenticate(typeof authorization === 'string' ? authorization : undefined);
+          state.principal = await services.keys.authenticate(state.authorization);
         } catch (err) {
           const app = appErrorOf(err);
           if (app?.httpStatus === 401) {
@@ -254,9 +257,15 @@ async function attachWebSocket(
         const errors = validate(schema, document, rules);
         if (errors.length) return errors.map((e) => clientError(e.message));
         if (!getOperationAST(document, payload.operationName)) return [clientError('Unable to identify the operation to run')];
-        // A key deleted between connection_init and this subscribe may not have been announced yet.
-        if (state.revoke.signal.aborted || !(await services.keys.isActive(principal.keyId))) {
-          return [new GraphQLError('Invalid API key', { originalError: new AppError('invalid_api_key') })];
+        // Every operation is a request of its own, as over HTTP: the key is checked again (a deletion
+        // not yet announced is caught here) and the per-key rate limit counts it.
+        if (state.revoke.signal.aborted) return [requestError(new AppError('invalid_api_key'))];
+        try {
+          await services.keys.authenticate(state.authorization);
+        } catch (err) {
+          const app = appErrorOf(err);
+          if (!app) throw err;
+          return [requestError(app)];
         }
         state.active++;
         const request = (ctx.extra as WsExtra).request;
@@ -306,6 +315,10 @@ async function attachWebSocket(
       await server.dispose();
     },
   };
+}
+
+function requestError(err: AppError): GraphQLError {
+  return new GraphQLError(err.message, { originalError: err });
 }
 
 function clientError(message: string): GraphQLError {

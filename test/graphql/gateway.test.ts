@@ -162,6 +162,36 @@ describe('the same errors as REST', () => {
   });
 });
 
+describe('rate limit (RATE_LIMIT_PER_MINUTE)', () => {
+  it('counts every HTTP request and every WebSocket operation against the key: 429 / RATE_LIMITED', async () => {
+    const limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const a = await limited.createAccountWithKey({ credits: 10 });
+      const ask = () =>
+        fetch(`${limited.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(a.key) }, body: JSON.stringify({ query: '{ me { credits } }' }) });
+      for (let i = 0; i < 3; i++) expect((await ask()).status).toBe(200);
+      const refused = await ask();
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(((await refused.json()) as any).errors).toEqual([{ message: 'Too many requests', extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } }]);
+
+      const b = await limited.createAccountWithKey({ credits: 10 });
+      const client = createClient({ url: `${limited.baseUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { Authorization: `Bearer ${b.key}` } });
+      clients.push(client);
+      const once = () =>
+        new Promise<any>((resolve) => {
+          client.subscribe({ query: '{ me { credits } }' }, { next: resolve, error: resolve, complete: () => undefined });
+        });
+      // connection_init takes one, then two operations; the third is refused.
+      expect((await once()).data.me.credits).toBe(10);
+      expect((await once()).data.me.credits).toBe(10);
+      expect(await once()).toEqual([expect.objectContaining({ message: 'Too many requests', extensions: expect.objectContaining({ code: 'RATE_LIMITED' }) })]);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('operations', () => {
   it('generate and job(id) give what REST gives', async () => {
     const before = (await gql('{ me { credits } }')).body.data.me.credits;
