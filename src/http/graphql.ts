@@ -76,7 +76,9 @@ type WsExtra = Extra & { state?: ConnectionState };
 
 /** Registers `/graphql` (HTTP and WebSocket) on `app`. Call before `app.listen()`/`app.ready()`. */
 export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOptions): Promise<GraphQLDoor> {
-  const { config, services } = opts;
+  const { config } = opts;
+  const services = onlyEnabled(opts.services, config.SERVICES);
+  opts = { ...opts, services };
   const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
   const schema = await buildGraphQLSchema();
   const log = app.log;
@@ -152,6 +154,21 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   // preClose, not onClose: open WebSockets would otherwise keep Fastify's close waiting for them.
   app.addHook('preClose', close);
   return { schema, close };
+}
+
+/**
+ * One schema everywhere (schema.graphql is checked byte for byte), but a deployment that does not
+ * serve a service (SERVICES) answers its operations as REST answers its routes: NOT_FOUND.
+ */
+function onlyEnabled(services: GraphQLServices, enabled: Config['SERVICES']): GraphQLServices {
+  const off = async (): Promise<never> => {
+    throw new AppError('route_not_found');
+  };
+  return {
+    ...services,
+    definitions: enabled.includes('definitions') ? services.definitions : { lookup: off },
+    jobs: enabled.includes('images') ? services.jobs : { create: off, get: off, getMany: off, list: off, viewOf: () => null },
+  };
 }
 
 async function authenticateHttp(services: GraphQLServices, request: FastifyRequest): Promise<Principal> {

@@ -162,6 +162,25 @@ describe('the same errors as REST', () => {
   });
 });
 
+describe('SERVICES', () => {
+  it('a definitions-only deployment answers image operations as REST answers image routes', async () => {
+    const defsOnly = await startTestApp({ SERVICES: 'definitions' });
+    try {
+      const a = await defsOnly.createAccountWithKey({ credits: 5 });
+      const post = (p: string, body: unknown) =>
+        fetch(`${defsOnly.baseUrl}${p}`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(a.key) }, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }));
+      const restImages = await post('/api/playground/images', { prompts: ['a'] });
+      const g = await post('/graphql', { query: 'mutation { generate(prompts: ["a"]) { jobId } }' });
+      expect(restImages.status).toBe(404);
+      expect(g.body.errors).toEqual([expect.objectContaining({ message: restImages.body.error, extensions: { code: 'NOT_FOUND' } })]);
+      const lookup = await post('/graphql', { query: 'mutation { lookup(keyword: "cat") { credits } }' });
+      expect(lookup.body.data.lookup.credits).toBe(4);
+    } finally {
+      await defsOnly.close();
+    }
+  });
+});
+
 describe('rate limit (RATE_LIMIT_PER_MINUTE)', () => {
   it('counts every HTTP request and every WebSocket operation against the key: 429 / RATE_LIMITED', async () => {
     const limited = await startTestApp({ RATE_LIMIT_PER_MINUTE: '3' });
