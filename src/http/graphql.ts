@@ -131,14 +131,11 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   await app.register(async (scope) => {
     // Errors Fastify raises before Apollo sees the request (body too large, bad JSON, wrong content
     // type) keep their status but take the GraphQL response shape.
-    scope.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
-      const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-      const message = status === 413 ? 'Request body too large' : status === 415 ? 'Content-Type must be application/json' : status === 500 ? 'Internal server error' : err.message;
-      if (status === 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
-      return reply
-        .code(status)
-        .type('application/json; charset=utf-8')
-        .send({ errors: [{ message, extensions: { code: status === 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT' } }] });
+    scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
+      const app = bodyError(err);
+      if (app.httpStatus >= 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
+      const formatted = formatGraphQLError({ message: app.message }, app);
+      return reply.code(app.httpStatus).type('application/json; charset=utf-8').send({ errors: [formatted] });
     });
     scope.route({ method: ['GET', 'POST', 'OPTIONS'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
   });
@@ -154,6 +151,16 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   // preClose, not onClose: open WebSockets would otherwise keep Fastify's close waiting for them.
   app.addHook('preClose', close);
   return { schema, close };
+}
+
+/** What Fastify refuses before Apollo runs, as the same catalog errors REST answers with. */
+function bodyError(err: Error & { statusCode?: number; code?: string }): AppError {
+  const app = appErrorOf(err);
+  if (app) return app;
+  if (err.statusCode === 413 || err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('payload_too_large', { cause: err });
+  if (err.statusCode === 415 || err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new AppError('unsupported_media_type', { cause: err });
+  if (err.statusCode === 400) return new AppError('invalid_json', { cause: err });
+  return new AppError('internal_error', { cause: err });
 }
 
 /**

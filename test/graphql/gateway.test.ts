@@ -116,6 +116,24 @@ describe('the same errors as REST', () => {
     expect([...texts].sort()).toEqual(['Invalid API key', 'Invalid API key format', 'Missing or invalid Authorization header']);
   });
 
+  it('malformed bodies: 400 / 413 / 415 with the REST texts', async () => {
+    const send = async (p: string, contentType: string, body: string) => {
+      const res = await fetch(`${t.baseUrl}${p}`, { method: 'POST', headers: { 'content-type': contentType, ...bearer(acct.key) }, body });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const cases: [string, string, number][] = [
+      ['application/json', '{"query": ', 400],
+      ['text/plain', '{"query":"{ me { id } }"}', 415],
+      ['application/json', JSON.stringify({ query: `{ me { id } } #${'x'.repeat(t.config.BODY_LIMIT_BYTES)}` }), 413],
+    ];
+    for (const [type, body, status] of cases) {
+      const r = await send('/api/playground/query', type, body);
+      const g = await send('/graphql', type, body);
+      expect([r.status, g.status]).toEqual([status, status]);
+      expect(g.body.errors).toEqual([{ message: r.body.error, extensions: { code: 'BAD_USER_INPUT' } }]);
+    }
+  });
+
   it('402: same text, INSUFFICIENT_CREDITS, nothing charged', async () => {
     const poor = await t.createAccountWithKey({ credits: 1 });
     const r = await rest('POST', '/api/playground/images', { prompts: ['a', 'b'] }, bearer(poor.key));
