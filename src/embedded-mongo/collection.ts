@@ -377,9 +377,12 @@ export function docComparator(sort: SortSpec): (a: Doc, b: Doc) => number {
 function planProvidesSort(plan: ScanPlan, sort: SortSpec): boolean {
   if (sort.length === 0) return true;
   if (plan.prefixes.length !== 1) return false;
+  // Sort fields fixed by the equality prefix do not change the order.
+  const fixed = new Set(plan.index.fields.slice(0, plan.eqCount).map((f) => f.path));
+  const effective = sort.filter(([path]) => !fixed.has(path));
   const rest = plan.index.fields.slice(plan.eqCount);
-  if (sort.length > rest.length) return false;
-  return sort.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir);
+  if (effective.length > rest.length) return false;
+  return effective.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir);
 }
 
 /**

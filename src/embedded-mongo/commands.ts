@@ -709,7 +709,8 @@ const explain: Handler = (engine, cmd, ctx) => {
   const filter = (verb === 'find' ? inner.filter : verb === 'findAndModify' || verb === 'count' ? inner.query : inner.updates?.[0]?.q ?? inner.deletes?.[0]?.q ?? inner.pipeline?.[0]?.$match) as Doc | undefined;
   const plans = coll?.plan(filter ?? {});
   const stats = { keysExamined: 0, docsExamined: 0 };
-  const rows = coll ? coll.query(filter, { sort: parseSort(inner.sort) }, stats) : [];
+  const limit = Math.abs(Number(inner.limit ?? 0)) || undefined;
+  const rows = coll ? coll.query(filter, { sort: parseSort(inner.sort), limit, skip: Number(inner.skip ?? 0) }, stats) : [];
   const scan = (p: NonNullable<typeof plans>[number]): Doc => ({ stage: 'IXSCAN', indexName: p.index.spec.name, keyPattern: p.index.spec.key });
   const winningPlan = !plans
     ? { stage: 'COLLSCAN' }

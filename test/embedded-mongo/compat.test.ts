@@ -251,6 +251,32 @@ describe('indexes', () => {
     expect(range.executionStats.nReturned).toBe(10);
     expect(range.executionStats.totalDocsExamined).toBeLessThanOrEqual(10);
   });
+  it('pages by (createdAt, _id) through a compound index without sorting the whole account', async () => {
+    const c = db.collection<{ _id: string; accountId: string; createdAt: Date }>('pages');
+    await c.createIndex({ accountId: 1, createdAt: -1, _id: -1 });
+    const base = Date.UTC(2030, 0, 1);
+    await c.insertMany(
+      Array.from({ length: 600 }, (_, i) => ({ _id: `j${String(i).padStart(4, '0')}`, accountId: i % 2 ? 'a' : 'b', createdAt: new Date(base + Math.floor(i / 4) * 1000) })),
+    );
+    const expected = (await c.find({ accountId: 'a' }).toArray())
+      .sort((x, y) => y.createdAt.getTime() - x.createdAt.getTime() || (y._id < x._id ? -1 : y._id > x._id ? 1 : 0))
+      .map((d) => d._id);
+    const paged: string[] = [];
+    let after: { createdAt: Date; id: string } | null = null;
+    for (;;) {
+      const filter: Record<string, unknown> = { accountId: 'a' };
+      if (after) filter.$or = [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }];
+      const page = await c.find(filter).sort({ createdAt: -1, _id: -1 }).limit(7).toArray();
+      if (page.length === 0) break;
+      paged.push(...page.map((d) => d._id));
+      after = { createdAt: page[page.length - 1].createdAt, id: page[page.length - 1]._id };
+    }
+    expect(paged).toEqual(expected);
+    const cursorFilter = { accountId: 'a', $or: [{ createdAt: { $lt: new Date(base + 60_000) } }, { createdAt: new Date(base + 60_000), _id: { $lt: 'j0243' } }] };
+    const explained = await db.command({ explain: { find: 'pages', filter: cursorFilter, sort: { createdAt: -1, _id: -1 }, limit: 7 }, verbosity: 'executionStats' });
+    expect(explained.executionStats.nReturned).toBe(7);
+    expect(explained.executionStats.totalDocsExamined).toBeLessThanOrEqual(20);
+  });
 });
 
 describe('concurrency', () => {
