@@ -274,7 +274,8 @@ function planForConds(indexes: Index[], conds: Map<string, FieldCond>): ScanPlan
 }
 
 /** Record ids produced by one scan plan, in index order (possibly repeated for multikey documents). */
-function* runPlan(plan: ScanPlan, stats?: QueryStats): Generator<number> {
+/** `reverse` walks the same entries from the end (a sort opposite to the index direction). */
+function* runPlan(plan: ScanPlan, stats?: QueryStats, reverse = false): Generator<number> {
   const { index, eqCount, range, keyFilters } = plan;
   const fields = index.fields;
   const prefixes = [...plan.prefixes].sort((a, b) => {
@@ -284,6 +285,7 @@ function* runPlan(plan: ScanPlan, stats?: QueryStats): Generator<number> {
     }
     return 0;
   });
+  if (reverse) prefixes.reverse();
   const dir = eqCount < fields.length ? fields[eqCount].dir : 1;
   for (const prefix of prefixes) {
     const cmpPrefix = (e: Entry): number => {
@@ -322,15 +324,22 @@ function* runPlan(plan: ScanPlan, stats?: QueryStats): Generator<number> {
       const c = compareValues(v, range.lo);
       return c < 0 || (c === 0 && !range.loInc);
     };
-    const probe = (e: Entry): number => {
-      const c = cmpPrefix(e);
-      if (c !== 0) return c;
-      return before(e.key[eqCount]) ? -1 : 0;
-    };
-    for (const e of index.tree.scanFrom(probe)) {
+    const probe = reverse
+      ? (e: Entry): number => {
+          const c = cmpPrefix(e);
+          if (c !== 0) return c > 0 ? 0 : -1;
+          return range && after(e.key[eqCount]) ? 0 : -1;
+        }
+      : (e: Entry): number => {
+          const c = cmpPrefix(e);
+          if (c !== 0) return c;
+          return before(e.key[eqCount]) ? -1 : 0;
+        };
+    const scan = reverse ? index.tree.scanBackBefore(probe) : index.tree.scanFrom(probe);
+    for (const e of scan) {
       if (stats) stats.keysExamined++;
       if (cmpPrefix(e) !== 0) break;
-      if (range && after(e.key[eqCount])) break;
+      if (range && (reverse ? before(e.key[eqCount]) : after(e.key[eqCount]))) break;
       let ok = true;
       for (const [i, fc] of keyFilters) {
         if (!keyMatches(e.key[i], fc)) {
@@ -374,15 +383,18 @@ export function docComparator(sort: SortSpec): (a: Doc, b: Doc) => number {
 }
 
 /** Whether scanning `plan` yields documents already in `sort` order. */
-function planProvidesSort(plan: ScanPlan, sort: SortSpec): boolean {
-  if (sort.length === 0) return true;
-  if (plan.prefixes.length !== 1) return false;
+/** 1 when scanning `plan` forward yields `sort` order, -1 when scanning it backward does, else 0. */
+function planSortDirection(plan: ScanPlan, sort: SortSpec): 1 | -1 | 0 {
+  if (sort.length === 0) return 1;
+  if (plan.prefixes.length !== 1) return 0;
   // Sort fields fixed by the equality prefix do not change the order.
   const fixed = new Set(plan.index.fields.slice(0, plan.eqCount).map((f) => f.path));
   const effective = sort.filter(([path]) => !fixed.has(path));
   const rest = plan.index.fields.slice(plan.eqCount);
-  if (effective.length > rest.length) return false;
-  return effective.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir);
+  if (effective.length > rest.length) return 0;
+  if (effective.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir)) return 1;
+  if (effective.every(([path, dir], i) => rest[i].path === path && rest[i].dir === -dir)) return -1;
+  return 0;
 }
 
 /**
@@ -530,7 +542,12 @@ export class Collection {
     }
     const sort = opts.sort ?? [];
     const want = opts.limit && opts.limit > 0 ? opts.limit + (opts.skip ?? 0) : Infinity;
-    const plans = this.plan(filter ?? {});
+    let plans = this.plan(filter ?? {});
+    if (!plans && sort.length > 0 && want !== Infinity) {
+      // No usable condition, but an index in sort order lets `limit` stop the walk early.
+      const byOrder = this.orderPlan(sort);
+      if (byOrder) plans = [byOrder];
+    }
     const st: QueryStats = stats ?? { keysExamined: 0, docsExamined: 0 };
     const out: Array<[number, Doc]> = [];
     const seen = new Set<number>();
@@ -544,12 +561,13 @@ export class Collection {
     if (!plans) {
       for (const rid of this.docs.keys()) take(rid);
       this.sortRows(out, sort);
-    } else if (sort.length === 0 || plans.some((p) => planProvidesSort(p, sort))) {
+    } else if (sort.length === 0 || plans.some((p) => planSortDirection(p, sort) !== 0)) {
       const cmp = docComparator(sort);
       const streams: Array<Iterator<number>> = [];
       const unsorted: number[] = [];
       for (const p of plans) {
-        if (planProvidesSort(p, sort)) streams.push(runPlan(p, st));
+        const direction = planSortDirection(p, sort);
+        if (direction !== 0) streams.push(runPlan(p, st, direction === -1));
         else for (const rid of runPlan(p, st)) unsorted.push(rid);
       }
       if (unsorted.length > 0) {
@@ -628,6 +646,16 @@ export class Collection {
       if (branchPlans.length > 0 && (!direct || branchScore >= directScore)) return branchPlans;
     }
     return direct ? [direct] : undefined;
+  }
+
+  /** A full scan of an index whose order matches `sort` (sparse and partial indexes miss documents). */
+  private orderPlan(sort: SortSpec): ScanPlan | undefined {
+    for (const index of this.indexes) {
+      if (!index.ordered || index.spec.sparse || index.spec.partialFilterExpression) continue;
+      const plan: ScanPlan = { index, eqCount: 0, prefixes: [[]], range: undefined, keyFilters: [] };
+      if (planSortDirection(plan, sort) !== 0) return plan;
+    }
+    return undefined;
   }
 
   /** For a filter with a top-level $or: each branch's conditions combined with the shared ones. */

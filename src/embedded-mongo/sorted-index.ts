@@ -117,6 +117,27 @@ export class SortedIndex {
     }
   }
 
+  /**
+   * Entries backwards from the last one where `probe(e) < 0`. `probe` returns a negative number for
+   * entries up to the end bound and 0 for entries after it.
+   */
+  *scanBackBefore(probe: (e: Entry) => number): Generator<Entry> {
+    let bi = this.findBlock(probe);
+    let i: number;
+    if (bi === this.blocks.length) {
+      bi--;
+      i = bi >= 0 ? this.blocks[bi].length - 1 : -1;
+    } else {
+      i = SortedIndex.lowerBound(this.blocks[bi], probe) - 1;
+    }
+    while (bi >= 0) {
+      const block = this.blocks[bi];
+      for (; i >= 0; i--) yield block[i];
+      bi--;
+      if (bi >= 0) i = this.blocks[bi].length - 1;
+    }
+  }
+
   /** Position just after entry e (which may have been removed meanwhile). */
   private relocateAfter(e: Entry): [number, number] {
     const probe = (x: Entry): number => (this.cmp(x, e) <= 0 ? -1 : 1);
