@@ -250,6 +250,11 @@ describe('indexes', () => {
     });
     expect(range.executionStats.nReturned).toBe(10);
     expect(range.executionStats.totalDocsExamined).toBeLessThanOrEqual(10);
+    // Newest first through an ascending index: walked backwards, stopped by the limit.
+    const newest = await c.find({}).sort({ at: -1 }).limit(3).toArray();
+    expect(newest.map((d) => d.hash)).toEqual(['h1999', 'h1998', 'h1997']);
+    const backward = await db.command({ explain: { find: 'indexed', filter: {}, sort: { at: -1 }, limit: 3 }, verbosity: 'executionStats' });
+    expect(backward.executionStats.totalDocsExamined).toBeLessThanOrEqual(3);
   });
   it('pages by (createdAt, _id) through a compound index without sorting the whole account', async () => {
     const c = db.collection<{ _id: string; accountId: string; createdAt: Date }>('pages');
