@@ -118,23 +118,35 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   });
   await apollo.start();
 
+  // The caller of each request, authenticated in onRequest (before the body is read, so a 401 comes
+  // before 400/413/415 as in REST) and handed to Apollo's context.
+  const principals = new WeakMap<FastifyRequest, Principal>();
   const handler = fastifyApolloHandler(apollo, {
-    context: async (request) =>
-      createContext({
+    context: async (request) => {
+      const principal = principals.get(request);
+      // OPTIONS is not authenticated and never reaches execution.
+      if (!principal) throw toRequestError(new AppError('missing_authorization'));
+      return createContext({
         services,
-        principal: await authenticateHttp(services, request),
+        principal,
         requestId: String(request.id),
         urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: request.protocol }) },
-      }),
+      });
+    },
   });
 
   await app.register(async (scope) => {
-    // Errors Fastify raises before Apollo sees the request (body too large, bad JSON, wrong content
-    // type) keep their status but take the GraphQL response shape.
+    scope.addHook('onRequest', async (request) => {
+      if (request.method !== 'OPTIONS') principals.set(request, await authenticateHttp(services, request));
+    });
+    // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
+    // content type) keep their catalog status and take the GraphQL response shape.
     scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
       const app = bodyError(err);
       if (app.httpStatus >= 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
       const formatted = formatGraphQLError({ message: app.message }, app);
+      if (app.retryAfter !== undefined) void reply.header('retry-after', String(app.retryAfter));
+      if (app.httpStatus === 401) void reply.header('www-authenticate', 'Bearer');
       return reply.code(app.httpStatus).type('application/json; charset=utf-8').send({ errors: [formatted] });
     });
     scope.route({ method: ['GET', 'POST', 'OPTIONS'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
@@ -183,9 +195,9 @@ async function authenticateHttp(services: GraphQLServices, request: FastifyReque
     return await services.keys.authenticate(request.headers.authorization);
   } catch (err) {
     const app = appErrorOf(err);
-    if (app) throw toRequestError(app);
+    if (app) throw app;
     request.log.error({ err, requestId: request.id }, 'graphql: authentication failed unexpectedly');
-    throw toRequestError(new AppError('internal_error', { cause: err }));
+    throw new AppError('internal_error', { cause: err });
   }
 }
 

@@ -131,6 +131,10 @@ describe('the same errors as REST', () => {
       const g = await send('/graphql', type, body);
       expect([r.status, g.status]).toEqual([status, status]);
       expect(g.body.errors).toEqual([{ message: r.body.error, extensions: { code: 'BAD_USER_INPUT' } }]);
+      // Check order: authentication comes first, whatever is wrong with the body.
+      const anonymous = await fetch(`${t.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': type }, body });
+      expect(anonymous.status).toBe(401);
+      expect(((await anonymous.json()) as any).errors[0].message).toBe('Missing or invalid Authorization header');
     }
   });
 
