@@ -42,6 +42,9 @@ export function createLoaders(services: GraphQLServices, principal: Principal, u
   };
 }
 
+/** HTTP operations have no connection that a key deletion could end. */
+const NEVER_ABORTED = new AbortController().signal;
+
 export function createContext(input: {
   services: GraphQLServices;
   principal: Principal;
@@ -55,6 +58,6 @@ export function createContext(input: {
     urls: input.urls,
     services: input.services,
     loaders: createLoaders(input.services, input.principal, input.urls),
-    signal: input.signal ?? new AbortController().signal,
+    signal: input.signal ?? NEVER_ABORTED,
   };
 }
