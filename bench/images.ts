@@ -5,7 +5,8 @@
  *  - enqueue-to-first-image-start latency, p50/p99, with an idle worker (POST sent → image claimed);
  *  - images/s draining a 2,000-image backlog with one and with two workers;
  *  - how many images were generated more than once (must be 0).
- * Env: BENCH_LATENCY_SAMPLES (200), BENCH_BACKLOG (2000), WORKER_CONCURRENCY (worker default).
+ * Env: BENCH_LATENCY_SAMPLES (200), BENCH_BACKLOG (2000), WORKER_CONCURRENCY (worker default),
+ * BENCH_WORKER_NODE_ARGS (extra node flags for the workers, e.g. --cpu-prof).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -131,7 +132,9 @@ async function main(): Promise<void> {
 }
 
 function startWorker(uri: string, name: string): Worker {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'workers/main.ts'], {
+  // BENCH_WORKER_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the workers.
+  const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...extra, '--import', 'tsx', 'workers/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'info', IMAGE_PROVIDER: 'builtin', NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -1,3 +1,4 @@
+import type { Collection } from 'mongodb';
 import type { Connection, Model } from 'mongoose';
 import type { JobRecord, JobStore } from '../domain/jobs/records.js';
 import { jobModel, type JobDoc } from './models/job.js';
@@ -7,9 +8,12 @@ const NON_FINAL: JobDoc['status'][] = ['queued', 'running'];
 /** JobStore on MongoDB: every state change is one guarded update (arrayFilters on the image's state and attempt). */
 export class MongoJobStore implements JobStore {
   private readonly model: Model<JobDoc>;
+  /** The driver's collection, for the hot per-image updates: no casting and document layer. */
+  private readonly raw: Collection<JobDoc>;
 
   constructor(connection: Connection) {
     this.model = jobModel(connection);
+    this.raw = connection.db!.collection<JobDoc>('jobs');
   }
 
   async init(): Promise<void> {
@@ -52,33 +56,31 @@ export class MongoJobStore implements JobStore {
 
   async claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<JobRecord | null> {
     const at = imagePath(index);
-    const doc = await this.model
-      .findOneAndUpdate(
-        {
-          _id: jobId,
-          charged: true,
-          $or: [{ [`${at}.status`]: 'queued' }, { [`${at}.status`]: 'running', [`${at}.heartbeatAt`]: { $lte: staleBefore } }],
+    const doc = await this.raw.findOneAndUpdate(
+      {
+        _id: jobId,
+        charged: true,
+        $or: [{ [`${at}.status`]: 'queued' }, { [`${at}.status`]: 'running', [`${at}.heartbeatAt`]: { $lte: staleBefore } }],
+      },
+      {
+        $inc: { [`${at}.attempt`]: 1 },
+        $set: {
+          [`${at}.status`]: 'running',
+          [`${at}.startedAt`]: now,
+          [`${at}.heartbeatAt`]: heartbeatAt,
+          [`${at}.error`]: null,
+          // The job has a non-final image, so it is queued or running: this is queued → running.
+          status: 'running',
+          updatedAt: now,
         },
-        {
-          $inc: { [`${at}.attempt`]: 1 },
-          $set: {
-            [`${at}.status`]: 'running',
-            [`${at}.startedAt`]: now,
-            [`${at}.heartbeatAt`]: heartbeatAt,
-            [`${at}.error`]: null,
-            // The job has a non-final image, so it is queued or running: this is queued → running.
-            status: 'running',
-            updatedAt: now,
-          },
-        },
-        { returnDocument: 'after' },
-      )
-      .lean<JobDoc>();
+      },
+      { returnDocument: 'after' },
+    );
     return doc ? toRecord(doc) : null;
   }
 
   async heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean> {
-    const res = await this.model.updateOne({ _id: jobId, ...runningGuard(index, attempt) }, { $set: { [`${imagePath(index)}.heartbeatAt`]: at } });
+    const res = await this.raw.updateOne({ _id: jobId, ...runningGuard(index, attempt) }, { $set: { [`${imagePath(index)}.heartbeatAt`]: at } });
     return res.matchedCount === 1;
   }
 
@@ -97,13 +99,11 @@ export class MongoJobStore implements JobStore {
 
   async markRefunded(jobId: string, index: number, now: Date): Promise<JobRecord | null> {
     const at = imagePath(index);
-    const doc = await this.model
-      .findOneAndUpdate(
-        { _id: jobId, [`${at}.refund`]: 'pending' },
-        { $set: { [`${at}.refund`]: 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
-        { returnDocument: 'after' },
-      )
-      .lean<JobDoc>();
+    const doc = await this.raw.findOneAndUpdate(
+      { _id: jobId, [`${at}.refund`]: 'pending' },
+      { $set: { [`${at}.refund`]: 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
+      { returnDocument: 'after' },
+    );
     return doc ? toRecord(doc) : null;
   }
 
@@ -141,9 +141,7 @@ export class MongoJobStore implements JobStore {
     const at = imagePath(index);
     const $set: Record<string, unknown> = { updatedAt: now };
     for (const [k, v] of Object.entries(fields)) $set[`${at}.${k}`] = v;
-    const doc = await this.model
-      .findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, { returnDocument: 'after' })
-      .lean<JobDoc>();
+    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, { returnDocument: 'after' });
     return doc ? toRecord(doc) : null;
   }
 }
