@@ -63,11 +63,15 @@ function startWorker(): ChildProcess {
   uri.pathname = `/${t.connection.name}`;
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'workers/main.ts')], {
     cwd: root,
-    env: { ...process.env, MONGODB_URI: uri.toString(), LOG_LEVEL: 'error', NODE_ENV: 'test' },
+    env: { ...process.env, MONGODB_URI: uri.toString(), LOG_LEVEL: process.env.WORKER_LOG_LEVEL ?? 'error', NODE_ENV: 'test' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   workers.push(child);
   return child;
+}
+
+function ensureWorker(): void {
+  if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) startWorker();
 }
 
 async function stopWorker(child: ChildProcess): Promise<void> {
@@ -371,6 +375,7 @@ describe('jobStatus over WebSocket', () => {
   });
 
   it('pushes every image transition from a worker in another process, then completes', async () => {
+    ensureWorker();
     const jobId = (await gql('mutation { generate(prompts: ["one", "two", "three"]) { jobId } }')).body.data.generate.jobId;
     const r = subscribeJob(wsClient(`Bearer ${acct.key}`), jobId);
     expect(await r.done).toBe('complete');
@@ -392,6 +397,7 @@ describe('jobStatus over WebSocket', () => {
   });
 
   it('a subscriber joining after the end gets the final state and completes', async () => {
+    ensureWorker();
     const jobId = (await gql('mutation { generate(prompts: ["late"]) { jobId } }')).body.data.generate.jobId;
     await until(async () => (await gql('query($id: ID!) { job(id: $id) { status } }', { id: jobId })).body.data.job.status === 'completed');
     const r = subscribeJob(wsClient(`Bearer ${acct.key}`), jobId, 'status');
@@ -401,7 +407,7 @@ describe('jobStatus over WebSocket', () => {
 
   it('works with the polling fallback on a second gateway instance', async () => {
     const polling = await startTestApp({ JOB_EVENTS: 'poll', JOB_EVENTS_POLL_MS: '100' });
-    if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) startWorker();
+    ensureWorker();
     try {
       const jobId = (await gql('mutation { generate(prompts: ["polled 1", "polled 2"]) { jobId } }')).body.data.generate.jobId;
       const client = createClient({ url: `${polling.baseUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { Authorization: `Bearer ${acct.key}` } });
