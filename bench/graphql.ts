@@ -134,6 +134,9 @@ async function pushLatency(base: string, key: string): Promise<{ latencies: numb
   const prompts = Array.from({ length: PROMPTS }, (_, i) => `bench prompt ${i}`);
   let next = 0;
   const runOne = async () => {
+    // A random pause first: back-to-back jobs would otherwise start in step with the poll timer (each
+    // begins right after a poll delivered the previous completion) and skew the polling figures.
+    await new Promise((r) => setTimeout(r, Math.random() * POLL_MS));
     const { generate } = await graphql(base, key, 'mutation($p: [String!]!) { generate(prompts: $p) { jobId } }', { p: prompts });
     let first = true;
     await new Promise<void>((resolve, reject) => {
