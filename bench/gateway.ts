@@ -1,0 +1,253 @@
+// Benchmark of the gateway's hot path (not a test): `npm run bench`.
+// Three processes, as in production: the embedded database (unless MONGODB_URI is set), the gateway
+// (this file with --server: the real buildServices + buildApp, plus two bare routes), and this client.
+// Prints, in one run, req/s and p50/p99 latency of:
+//  1. POST /api/playground/query with the WordNet provider (auth, validation, charge, definition);
+//  2. a bare route (same server, same body, no work);
+//  3. a bare route doing one raw-driver guarded findOneAndUpdate (the charge's shape);
+// and the ratio 1 / 3: the target is ≥ 80% (the gateway's own work costs less than a quarter of the
+// one database round trip it cannot avoid). Scenarios alternate in rounds, so drift hits all alike.
+// Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
+// BENCH_CONCURRENCY (32 connections), MONGODB_URI (a real database instead of the embedded one).
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const self = fileURLToPath(import.meta.url);
+
+if (process.argv.includes('--server')) await server();
+else await client();
+
+/** The gateway under test: the production composition plus two bare routes for comparison. */
+async function server(): Promise<void> {
+  const { loadConfig } = await import('../src/config.js');
+  const { connectDatabase } = await import('../src/data/connection.js');
+  const { buildServices } = await import('../src/services.js');
+  const { buildApp } = await import('../src/http/app.js');
+  const config = loadConfig();
+  const connection = await connectDatabase(config.MONGODB_URI!, { dbName: `bench_${process.pid}` });
+  const services = await buildServices(config, { connection });
+  const actor = { actor: 'bench', ip: null, host: 'bench' };
+  const account = await services.credits.createAccount('bench', 1_000_000_000, actor);
+  const key = await services.keys.create(account.id, 'bench', actor);
+  const raw = await services.credits.createAccount('bench raw', 1_000_000_000, actor);
+  const accounts = connection.db!.collection('accounts');
+  const { ObjectId } = await import('mongodb');
+  type Document = import('mongodb').Document;
+  const rawId = new ObjectId(raw.id);
+  // Operation ids as long as a lookup's (`lookup:<uuid>`): the account document, and so the cost of
+  // the update, is the same size as the charge's.
+  const { randomUUID } = await import('node:crypto');
+
+  const app = await buildApp({ config, services });
+  app.post('/bench/bare', async () => ({ ok: true }));
+  // CPU time of this process, so the client can report the gateway's cost per request whatever else
+  // runs on the machine.
+  app.get('/bench/cpu', async () => process.cpuUsage());
+  app.post('/bench/db', async () => {
+    let opId: string;
+    const doc = await accounts.findOneAndUpdate(
+      { _id: rawId, credits: { $gte: 1 }, ops: { $ne: (opId = `rawdb0:${randomUUID()}`) } },
+      { $inc: { credits: -1 }, $push: { ops: { $each: [opId], $slice: -1000 } }, $set: { updatedAt: new Date() } } as Document,
+      { returnDocument: 'after', projection: { credits: 1 } },
+    );
+    return { credits: doc?.credits };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as { port: number };
+  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, keyFeed: services.keyFeedState() })}\n`);
+  process.on('SIGTERM', () => {
+    void app
+      .close()
+      .then(() => services.close())
+      .then(() => connection.dropDatabase())
+      .then(() => connection.close())
+      .finally(() => process.exit(0));
+  });
+}
+
+interface Result {
+  requests: number;
+  /** CPU microseconds the gateway (and the database process, when local) spent in the round. */
+  gatewayCpuUs: number;
+  dbCpuUs: number;
+  errors: number;
+  seconds: number;
+  latencies: number[];
+}
+
+async function client(): Promise<void> {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 4);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+  const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
+  const children: ChildProcess[] = [];
+  process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+  let uri = process.env.MONGODB_URI;
+  if (!uri) {
+    const db = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/embedded-mongo/cli.ts'), '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(db);
+    uri = (await firstLine(db, (l) => l.startsWith('MONGODB_URI='))).slice('MONGODB_URI='.length);
+    console.log(`embedded database: ${uri} (own process)`);
+  }
+  // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
+  const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const gw = spawn(process.execPath, [...prof, '--import', 'tsx', self, '--server'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production' },
+  });
+  children.push(gw);
+  const info = JSON.parse(await firstLine(gw, (l) => l.startsWith('{'))) as { port: number; key: string; keyFeed: string };
+  console.log(`gateway: 127.0.0.1:${info.port}, key cache ${info.keyFeed === 'changestream' ? 'on (change stream)' : 'off (polling)'}`);
+  console.log(`${concurrency} connections, ${rounds} rounds × ${seconds}s per scenario, on ${(await import('node:os')).cpus().length} CPUs\n`);
+
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  const words = ['serendipity', 'dog', 'tree', 'running', 'ocean', 'happier', 'light', 'house', 'qzxvbnmw', 'computer'];
+  const all = [
+    { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query' },
+    { name: 'bare route', path: '/bench/bare' },
+    { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db' },
+  ];
+  // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
+  const only = process.env.BENCH_ONLY;
+  const scenarios = only === undefined ? all : [all[Number(only)]!];
+  const dbPid = children.length > 1 ? children[0]!.pid : undefined;
+  const measure = async (urlPath: string, secs: number): Promise<Result> => {
+    const [g0, d0] = [await gatewayCpu(info.port, agent), await processCpuUs(dbPid)];
+    const res = await load(info.port, urlPath, info.key, words, agent, concurrency, secs);
+    const [g1, d1] = [await gatewayCpu(info.port, agent), await processCpuUs(dbPid)];
+    return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
+  };
+  // Warm-up: JIT, connection pools, the definition cache for every word, the accounts' op lists.
+  for (let w = 0; w < 2; w++) for (const s of scenarios) await measure(s.path, 2);
+  const perRound: Result[][] = scenarios.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    // The order rotates, so no scenario always runs right after the same one.
+    for (let j = 0; j < scenarios.length; j++) {
+      const i = (j + r) % scenarios.length;
+      perRound[i]!.push(await measure(scenarios[i]!.path, seconds));
+    }
+  }
+
+  // Each figure is the median over the rounds: other load on a shared machine hits single rounds.
+  const rows = scenarios.map((s, i) => {
+    const rs = perRound[i]!;
+    const sorted = rs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+    return {
+      name: s.name,
+      rps: median(rs.map((r) => r.requests / r.seconds)),
+      p50: pct(sorted, 0.5),
+      p99: pct(sorted, 0.99),
+      gwUs: median(rs.map((r) => r.gatewayCpuUs / r.requests)),
+      dbUs: dbPid ? median(rs.map((r) => r.dbCpuUs / r.requests)) : Number.NaN,
+      errors: rs.reduce((n, r) => n + r.errors, 0),
+    };
+  });
+  console.log('scenario'.padEnd(44) + 'req/s'.padStart(8) + 'p50 ms'.padStart(9) + 'p99 ms'.padStart(9) + 'gw µs/req'.padStart(11) + 'db µs/req'.padStart(11) + 'errors'.padStart(8));
+  for (const r of rows) {
+    console.log(
+      r.name.padEnd(44) + r.rps.toFixed(0).padStart(8) + r.p50.toFixed(2).padStart(9) + r.p99.toFixed(2).padStart(9) + r.gwUs.toFixed(0).padStart(11) + r.dbUs.toFixed(0).padStart(11) + String(r.errors).padStart(8),
+    );
+  }
+  if (rows.length < 3) return finish(rows.some((r) => r.errors > 0));
+  const ratio = rows[0]!.rps / rows[2]!.rps;
+  console.log(`\nfull lookup / bare route + DB round trip = ${(ratio * 100).toFixed(1)}% of the throughput (target ≥ 80%)`);
+  // The same comparison in CPU time, which other load on the machine does not distort.
+  const own = rows[0]!.gwUs - rows[2]!.gwUs;
+  const roundTrip = rows[2]!.gwUs - rows[1]!.gwUs + (Number.isNaN(rows[2]!.dbUs) ? 0 : rows[2]!.dbUs);
+  console.log(`gateway's own work per lookup ≈ ${own.toFixed(0)} µs CPU vs. ${roundTrip.toFixed(0)} µs CPU for one guarded findOneAndUpdate (driver + database)`);
+
+  await finish(rows.some((r) => r.errors > 0));
+
+  async function finish(failed: boolean): Promise<never> {
+    agent.destroy();
+    gw.kill('SIGTERM');
+    await new Promise((r) => gw.once('exit', r));
+    for (const c of children) c.kill('SIGTERM');
+    process.exit(failed ? 1 : 0);
+  }
+}
+
+/** Keeps `concurrency` requests in flight for `seconds`; records each latency. */
+async function load(port: number, urlPath: string, key: string, words: string[], agent: http.Agent, concurrency: number, seconds: number): Promise<Result> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let i = 0;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  const worker = async () => {
+    while (performance.now() < end) {
+      const body = JSON.stringify({ keyword: words[i++ % words.length] });
+      const t0 = performance.now();
+      const status = await request(port, urlPath, key, body, agent);
+      latencies.push(performance.now() - t0);
+      if (status !== 200) errors++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { requests: latencies.length, gatewayCpuUs: 0, dbCpuUs: 0, errors, seconds: (performance.now() - start) / 1000, latencies };
+}
+
+function request(port: number, urlPath: string, key: string, body: string, agent: http.Agent): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.request(
+      { host: '127.0.0.1', port, path: urlPath, method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
+async function gatewayCpu(port: number, agent: http.Agent): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http
+      .get({ host: '127.0.0.1', port, path: '/bench/cpu', agent }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => {
+          const u = JSON.parse(text) as { user: number; system: number };
+          resolve(u.user + u.system);
+        });
+      })
+      .on('error', reject);
+  });
+}
+
+/** utime + stime of a local process, in microseconds (Linux /proc); 0 elsewhere. */
+async function processCpuUs(pid: number | undefined): Promise<number> {
+  if (!pid) return 0;
+  try {
+    const { readFile } = await import('node:fs/promises');
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+function median(values: number[]): number {
+  const v = [...values].sort((a, b) => a - b);
+  return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! : Number.NaN;
+}
+
+async function firstLine(child: ChildProcess, match: (line: string) => boolean): Promise<string> {
+  const lines = createInterface({ input: child.stdout! });
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`process exited (${code}) before it was ready`)));
+    lines.on('line', (line) => {
+      if (match(line)) resolve(line);
+    });
+  });
+}
