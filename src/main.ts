@@ -23,17 +23,25 @@ async function main(): Promise<void> {
     const dbPath = path.resolve(config.DATA_DIR, 'db');
     await mkdir(dbPath, { recursive: true });
     embedded = await startEmbeddedMongo({ port: 0, dbPath });
-    uri = embedded.uri;
+    // The database name goes into the URI printed below, so other processes open the same database.
+    uri = `${embedded.uri.replace(/\/?$/, '/')}gateway`;
     say(`MONGODB_URI is not set: started the embedded database at ${uri} (files in ${dbPath}).`);
     say(`Other processes can share it, e.g.: MONGODB_URI=${uri} npm run worker`);
   }
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
   const services = await buildServices(config, { connection });
-  await createDemoAccount(services);
+  const demoKey = await createDemoAccount(services);
 
   const app = await buildApp({ config, services });
   await app.listen({ port: config.PORT, host: config.HOST });
+  const { port } = app.server.address() as { port: number };
+  const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
+  say(`Gateway listening on ${base} (services: ${config.SERVICES.join(', ')}).`);
+  if (demoKey) {
+    say(`Empty database: created a demo account with ${DEMO_CREDITS} credits. Its API key, shown only this once:\n\n    ${demoKey}\n`);
+    say(`Try: curl -s -X POST ${base}/api/playground/query -H "Authorization: Bearer ${demoKey}" -H 'Content-Type: application/json' -d '{"keyword":"serendipity"}'`);
+  }
   let worker: RunningWorker | undefined;
   if (config.IN_PROCESS_WORKER) {
     worker = await startImageWorker({
@@ -75,15 +83,13 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-/** A newcomer can call the API at once: on an empty database, one account with a key, printed once. */
-async function createDemoAccount(services: Services): Promise<void> {
-  if (!(await services.credits.isEmpty())) return;
+/** A newcomer can call the API at once: on an empty database, one account with a key (returned to print once). */
+async function createDemoAccount(services: Services): Promise<string | null> {
+  if (!(await services.credits.isEmpty())) return null;
   const actor = { actor: 'gateway:demo-bootstrap', ip: null, host: hostname() };
   const account = await services.credits.createAccount('Demo account', DEMO_CREDITS, actor);
   const key = await services.keys.create(account.id, 'demo key', actor);
-  say(`Empty database: created a demo account (${account.id}) with ${DEMO_CREDITS} credits.`);
-  say(`Its API key, shown only this once:\n\n    ${key.key}\n`);
-  say(`Try: curl -s -X POST http://localhost:${services.config.PORT}/api/playground/query -H "Authorization: Bearer ${key.key}" -H 'Content-Type: application/json' -d '{"keyword":"serendipity"}'`);
+  return key.key;
 }
 
 function say(message: string): void {
