@@ -124,8 +124,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   const handler = fastifyApolloHandler(apollo, {
     context: async (request) => {
       const principal = principals.get(request);
-      // OPTIONS is not authenticated and never reaches execution.
-      if (!principal) throw toRequestError(new AppError('missing_authorization'));
+      if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
       return createContext({
         services,
         principal,
@@ -137,7 +136,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
 
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (request) => {
-      if (request.method !== 'OPTIONS') principals.set(request, await authenticateHttp(services, request));
+      principals.set(request, await authenticateHttp(services, request));
     });
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
     // content type) keep their catalog status and take the GraphQL response shape.
@@ -149,7 +148,8 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
       if (app.httpStatus === 401) void reply.header('www-authenticate', 'Bearer');
       return reply.code(app.httpStatus).type('application/json; charset=utf-8').send({ errors: [formatted] });
     });
-    scope.route({ method: ['GET', 'POST', 'OPTIONS'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
+    // No OPTIONS: there is no CORS here (server-side clients), so no preflight to answer.
+    scope.route({ method: ['GET', 'POST'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
   });
 
   const ws = await attachWebSocket(app, schema, protection.validationRules, opts, baseUrlOf, log);
