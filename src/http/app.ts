@@ -46,8 +46,10 @@ const ROUTE_MODULES: { service: Config['SERVICES'][number] | null; module: Route
 export interface BuildAppOptions {
   config: Config;
   services: Services;
-  /** A pino logger, or `false`/undefined for Fastify's own at config.LOG_LEVEL. */
+  /** A pino logger, or `false` for none; default: Fastify's own (pino) at config.LOG_LEVEL. */
   logger?: FastifyBaseLogger | false;
+  /** Where Fastify's own logger writes JSON lines (default stdout). */
+  logStream?: { write(line: string): void };
 }
 
 /** Seconds clients are asked to wait after a 503 (database or provider unreachable). */
@@ -56,7 +58,9 @@ const RETRY_AFTER_SECONDS = 5;
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
   const { config, services } = opts;
   const app = Fastify({
-    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: opts.logger === false || config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL } }),
+    ...(opts.logger
+      ? { loggerInstance: opts.logger }
+      : { logger: opts.logger === false || config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL, ...(opts.logStream ? { stream: opts.logStream } : {}) } }),
     bodyLimit: config.BODY_LIMIT_BYTES,
     // A client's X-Request-Id is kept when it is sane, so calls can be traced across systems.
     genReqId: (req) => {

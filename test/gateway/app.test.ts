@@ -133,3 +133,31 @@ describe('database outage', () => {
     }
   });
 });
+
+describe('faults and logs', () => {
+  it('an unexpected error is a masked 500, logged with the request id; keys never reach the logs', async () => {
+    const lines: string[] = [];
+    const t = await start({
+      LOG_LEVEL: 'info',
+      logStream: { write: (line: string) => lines.push(line) },
+      beforeListen: (app) => {
+        app.post('/test/boom', async () => {
+          throw new Error('secret internal detail');
+        });
+      },
+    });
+    const acc = await t.createAccountWithKey({ credits: 2 });
+    const res = await post(t, '/test/boom', {}, acc.key);
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: 'Internal server error', code: 'internal_error', requestId: expect.any(String) });
+    const records = () => lines.map((l) => JSON.parse(l) as { level: number; requestId?: string; err?: { message?: string } });
+    const logged = records().find((r) => r.level >= 50 && r.requestId === res.body.requestId);
+    expect(logged, lines.slice(-3).join('')).toBeDefined();
+    expect(logged!.err?.message).toBe('secret internal detail');
+    expect((await post(t, '/api/playground/query', { keyword: 'cat' }, acc.key)).status).toBe(200);
+    expect((await post(t, '/api/playground/query', { keyword: 'cat' }, 'wi_live_' + 'e'.repeat(64))).status).toBe(401);
+    expect(lines.length).toBeGreaterThan(3);
+    expect(lines.join('')).not.toContain(acc.key.slice(8));
+    expect(lines.join('')).not.toContain('e'.repeat(64));
+  });
+});

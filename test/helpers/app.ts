@@ -42,13 +42,17 @@ export interface TestAppOverrides extends ConfigInput {
   dbName?: string;
   /** Passed to buildServices (e.g. a fake definitionProvider, keyChanges: 'poll'). */
   deps?: Partial<Omit<ServiceDeps, 'connection'>>;
+  /** Collect the app's JSON log lines (at LOG_LEVEL, default silent: pass LOG_LEVEL too). */
+  logStream?: { write(line: string): void };
+  /** Runs after buildApp and before listen, e.g. to add a test-only route. */
+  beforeListen?: (app: FastifyInstance) => void | Promise<void>;
 }
 
 let lastStarted: TestApp | undefined;
 const dropped = new Set<string>();
 
 export async function startTestApp(overrides: TestAppOverrides = {}): Promise<TestApp> {
-  const { dbName: givenDbName, deps, ...env } = overrides;
+  const { dbName: givenDbName, deps, logStream, beforeListen, ...env } = overrides;
   const uri = inject('mongoUri');
   const dbName = givenDbName ?? databaseNameForThisFile();
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env, MONGODB_URI: uri });
@@ -59,7 +63,8 @@ export async function startTestApp(overrides: TestAppOverrides = {}): Promise<Te
     await connection.dropDatabase();
   }
   const services = await buildServices(config, { connection, ...deps });
-  const app = await buildApp({ config, services, logger: false });
+  const app = await buildApp({ config, services, ...(logStream ? { logStream } : { logger: false as const }) });
+  await beforeListen?.(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
   const harness: TestApp = {
