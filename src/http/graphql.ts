@@ -78,7 +78,6 @@ type WsExtra = Extra & { state?: ConnectionState };
 export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOptions): Promise<GraphQLDoor> {
   const { config } = opts;
   const services = onlyEnabled(opts.services, config.SERVICES);
-  opts = { ...opts, services };
   const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
   const schema = await buildGraphQLSchema();
   const log = app.log;
@@ -141,18 +140,18 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
     // content type) keep their catalog status and take the GraphQL response shape.
     scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
-      const app = bodyError(err);
-      if (app.httpStatus >= 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
-      const formatted = formatGraphQLError({ message: app.message }, app);
-      if (app.retryAfter !== undefined) void reply.header('retry-after', String(app.retryAfter));
-      if (app.httpStatus === 401) void reply.header('www-authenticate', 'Bearer');
-      return reply.code(app.httpStatus).type('application/json; charset=utf-8').send({ errors: [formatted] });
+      const refusal = requestRefusal(err);
+      if (refusal.httpStatus >= 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
+      const formatted = formatGraphQLError({ message: refusal.message }, refusal);
+      if (refusal.retryAfter !== undefined) void reply.header('retry-after', String(refusal.retryAfter));
+      if (refusal.httpStatus === 401) void reply.header('www-authenticate', 'Bearer');
+      return reply.code(refusal.httpStatus).type('application/json; charset=utf-8').send({ errors: [formatted] });
     });
     // No OPTIONS: there is no CORS here (server-side clients), so no preflight to answer.
     scope.route({ method: ['GET', 'POST'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
   });
 
-  const ws = await attachWebSocket(app, schema, protection.validationRules, opts, baseUrlOf, log);
+  const ws = await attachWebSocket(app, schema, protection.validationRules, { ...opts, services }, baseUrlOf, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -165,10 +164,10 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   return { schema, close };
 }
 
-/** What Fastify refuses before Apollo runs, as the same catalog errors REST answers with. */
-function bodyError(err: Error & { statusCode?: number; code?: string }): AppError {
-  const app = appErrorOf(err);
-  if (app) return app;
+/** What is refused before Apollo runs (key, body), as the same catalog errors REST answers with. */
+function requestRefusal(err: Error & { statusCode?: number; code?: string }): AppError {
+  const known = appErrorOf(err);
+  if (known) return known;
   if (err.statusCode === 413 || err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('payload_too_large', { cause: err });
   if (err.statusCode === 415 || err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new AppError('unsupported_media_type', { cause: err });
   if (err.statusCode === 400) return new AppError('invalid_json', { cause: err });
