@@ -6,6 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hostname, networkInterfaces, userInfo } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type ConfigInput } from '../config.js';
 import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.js';
@@ -176,7 +178,7 @@ function redact(uri: string): string {
   return uri.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-const invokedDirectly = process.argv[1] && import.meta.url.endsWith(process.argv[1].replace(/\\/g, '/').split('/').pop()!);
+const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]);
 if (invokedDirectly) {
   runCli(process.argv.slice(2), {
     stdout: (t) => process.stdout.write(t),

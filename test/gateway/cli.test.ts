@@ -95,6 +95,15 @@ describe('gateway CLI', () => {
     expect(stderr).toMatch(/MONGODB_URI is not set/);
   });
 
+  it('npm run cli runs src/cli/main.ts directly', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'key', 'list', '--account', accountId], { env: { ...process.env, MONGODB_URI: uri }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c) => (out += c));
+    const code = await new Promise((r) => child.on('close', r));
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toHaveLength(1);
+  });
+
   it('the bin runs the same CLI', async () => {
     const child = spawn(process.execPath, ['bin/gateway-cli.js', 'key', 'list', '--account', accountId], { env: { ...process.env, MONGODB_URI: uri }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
