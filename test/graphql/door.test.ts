@@ -83,6 +83,7 @@ let store: MemoryJobStore;
 let credits: MemoryCredits;
 let definitionImpl: DefinitionService['lookup'];
 const clients: Client[] = [];
+const logs: Record<string, any>[] = [];
 
 beforeAll(async () => {
   const config = loadConfig({ NODE_ENV: 'test', GRAPHQL_MAX_DEPTH: '3', GRAPHQL_MAX_ALIASES: '3', BODY_LIMIT_BYTES: '2048', LOG_LEVEL: 'silent' });
@@ -106,7 +107,7 @@ beforeAll(async () => {
     definitions: { lookup: (p, k) => definitionImpl(p, k) },
     balances: { balances: async (ids) => ids.map((id) => credits.balances.get(id) ?? null) },
   };
-  app = Fastify({ logger: false });
+  app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => void logs.push(JSON.parse(line)) } } });
   door = await registerGraphQL(app, { config, services });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
@@ -176,6 +177,9 @@ describe('GraphQL over HTTP', () => {
       expect(res.status).toBe(200);
       expect(res.body.errors).toEqual([{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' }, locations: expect.any(Array), path: ['lookup'] }]);
       expect(JSON.stringify(res.body)).not.toContain('secret');
+      // The details are in the log, with the request id to find them by.
+      const entry = logs.find((l) => l.err?.message === 'secret database detail');
+      expect(entry).toMatchObject({ msg: 'graphql: masked internal error', requestId: expect.stringMatching(/^req-/) });
     } finally {
       definitionImpl = saved;
     }
