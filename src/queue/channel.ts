@@ -12,6 +12,7 @@ import type { ChangeStream, Db, Document } from 'mongodb';
 export class QueueNotificationChannel extends BaseNotificationChannel {
   private stream?: ChangeStream;
   private watching = false;
+  private readonly kicked = new Set<string>();
 
   constructor(
     private readonly db: Db,
@@ -56,9 +57,17 @@ export class QueueNotificationChannel extends BaseNotificationChannel {
     await this.notifyHandlers(notification);
   }
 
-  /** Wakes this process's job processor for `jobName`. */
+  /**
+   * Wakes this process's job processor for `jobName`. Kicks of one tick are coalesced: one queue fill
+   * locks up to the lock limit anyway, and concurrent fills overshoot it (lock, then unlock again).
+   */
   kick(jobName: string): void {
-    void this.notifyHandlers({ jobId: toJobId('local'), jobName, nextRunAt: new Date(), priority: 0, timestamp: new Date(), source: 'local' });
+    if (this.kicked.has(jobName)) return;
+    this.kicked.add(jobName);
+    setImmediate(() => {
+      this.kicked.delete(jobName);
+      void this.notifyHandlers({ jobId: toJobId('local'), jobName, nextRunAt: new Date(), priority: 0, timestamp: new Date(), source: 'local' });
+    });
   }
 
   private async openStream(): Promise<void> {
