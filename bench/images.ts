@@ -9,6 +9,7 @@
  * BENCH_WORKER_NODE_ARGS (extra node flags for the workers, e.g. --cpu-prof).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
@@ -98,7 +99,11 @@ async function main(): Promise<void> {
     }
     const ws = Array.from({ length: n }, (_, i) => startWorker(dbUri.toString(), `drain-${n}-${i}`));
     await Promise.all(ws.map((w) => w.ready));
+    const workerCpu0 = ws.map((w) => cpuMicros(w.proc.pid!));
+    const ownCpu0 = process.cpuUsage();
     await waitAllFinal(jobIds, 600_000);
+    const workerCpu = ws.reduce((sum, w, i) => sum + cpuMicros(w.proc.pid!) - workerCpu0[i], 0);
+    const ownCpu = process.cpuUsage(ownCpu0);
     const [span] = await db
       .collection('jobs')
       .aggregate<{ first: Date; last: Date; images: number; reruns: number }>([
@@ -121,6 +126,11 @@ async function main(): Promise<void> {
     say(
       `${n} worker${n > 1 ? 's' : ' '}: ${span.images} images in ${seconds.toFixed(2)} s = ${Math.round(span.images / seconds)} images/s; ` +
         `jobs completed ${succeeded}/${jobIds.length}; generated more than once: ${span.reruns} (stored files ${files} for ${span.images} images)`,
+    );
+    const perImage = (micros: number) => (micros / 1000 / span.images).toFixed(2);
+    say(
+      `          CPU per image: worker${n > 1 ? 's' : ''} ${perImage(workerCpu)} ms (generation, queue, storage), ` +
+        `${embedded ? 'database + ' : ''}gateway ${perImage(ownCpu.user + ownCpu.system)} ms`,
     );
     await Promise.all(ws.map(stopWorker));
   }
@@ -158,6 +168,13 @@ function startWorker(uri: string, name: string): Worker {
 async function stopWorker(w: Worker): Promise<void> {
   w.proc.kill('SIGTERM');
   await w.exited;
+}
+
+/** CPU microseconds (user + system) a child process has used so far (Linux /proc; USER_HZ = 100). */
+function cpuMicros(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 function pct(values: number[], p: number): number {

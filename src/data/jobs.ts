@@ -1,11 +1,11 @@
 import type { Collection } from 'mongodb';
 import type { Connection, Model } from 'mongoose';
-import type { JobRecord, JobStore } from '../domain/jobs/records.js';
+import type { ImageRecord, ImageTransition, JobRecord, JobStore } from '../domain/jobs/records.js';
 import { jobModel, type JobDoc } from './models/job.js';
 
 const NON_FINAL: JobDoc['status'][] = ['queued', 'running'];
 
-/** JobStore on MongoDB: every state change is one guarded update (arrayFilters on the image's state and attempt). */
+/** JobStore on MongoDB: every state change is one guarded update (on the image's state and attempt). */
 export class MongoJobStore implements JobStore {
   private readonly model: Model<JobDoc>;
   /** The driver's collection, for the hot per-image updates: no casting and document layer. */
@@ -54,7 +54,7 @@ export class MongoJobStore implements JobStore {
     return doc ? toRecord(doc) : null;
   }
 
-  async claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<JobRecord | null> {
+  async claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<ImageTransition | null> {
     const at = imagePath(index);
     const doc = await this.raw.findOneAndUpdate(
       {
@@ -74,9 +74,9 @@ export class MongoJobStore implements JobStore {
           updatedAt: now,
         },
       },
-      { returnDocument: 'after' },
+      { returnDocument: 'after', projection: oneImage(index) },
     );
-    return doc ? toRecord(doc) : null;
+    return doc ? toTransition(doc) : null;
   }
 
   async heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean> {
@@ -84,11 +84,11 @@ export class MongoJobStore implements JobStore {
     return res.matchedCount === 1;
   }
 
-  async completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<JobRecord | null> {
+  async completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<ImageTransition | null> {
     return this.transition(jobId, index, attempt, now, { status: 'succeeded', fileId, finishedAt: now }, { succeededImages: 1 });
   }
 
-  async failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<JobRecord | null> {
+  async failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null> {
     return this.transition(jobId, index, attempt, now, { status: 'failed', error, refund: 'pending', finishedAt: now }, { failedImages: 1 });
   }
 
@@ -97,14 +97,14 @@ export class MongoJobStore implements JobStore {
     return doc !== null;
   }
 
-  async markRefunded(jobId: string, index: number, now: Date): Promise<JobRecord | null> {
+  async markRefunded(jobId: string, index: number, now: Date): Promise<ImageTransition | null> {
     const at = imagePath(index);
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, [`${at}.refund`]: 'pending' },
       { $set: { [`${at}.refund`]: 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
-      { returnDocument: 'after' },
+      { returnDocument: 'after', projection: oneImage(index) },
     );
-    return doc ? toRecord(doc) : null;
+    return doc ? toTransition(doc) : null;
   }
 
   async finalize(jobId: string, status: 'completed' | 'failed', now: Date): Promise<boolean> {
@@ -129,7 +129,7 @@ export class MongoJobStore implements JobStore {
     return docs.map(toRecord);
   }
 
-  /** One guarded update of a running image's current attempt; the job document after it, or null. */
+  /** One guarded update of a running image's current attempt; the job and image after it, or null. */
   private async transition(
     jobId: string,
     index: number,
@@ -137,20 +137,23 @@ export class MongoJobStore implements JobStore {
     now: Date,
     fields: Record<string, unknown>,
     counters?: Record<string, number>,
-  ): Promise<JobRecord | null> {
+  ): Promise<ImageTransition | null> {
     const at = imagePath(index);
     const $set: Record<string, unknown> = { updatedAt: now };
     for (const [k, v] of Object.entries(fields)) $set[`${at}.${k}`] = v;
-    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, { returnDocument: 'after' });
-    return doc ? toRecord(doc) : null;
+    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, {
+      returnDocument: 'after',
+      projection: oneImage(index),
+    });
+    return doc ? toTransition(doc) : null;
   }
 }
 
 /**
  * Path of an image inside the job document. `images[i].index === i` always holds (the array is written
  * once, in prompt order, and never reordered), so guards and updates address the element by position:
- * one atomic update guarded on the element's own fields, like arrayFilters, but with several fields of
- * one element changed at once, which the embedded server's arrayFilters support cannot do.
+ * one atomic update guarded on the element's own fields, as `arrayFilters` would be, without a scan of
+ * the array to find the element on every state change.
  */
 function imagePath(index: number): string {
   if (!Number.isInteger(index) || index < 0) throw new Error(`invalid image index ${index}`);
@@ -161,6 +164,16 @@ function imagePath(index: number): string {
 function runningGuard(index: number, attempt: number): Record<string, unknown> {
   const at = imagePath(index);
   return { [`${at}.index`]: index, [`${at}.status`]: 'running', [`${at}.attempt`]: attempt };
+}
+
+/** Every field of the job, but of its images only the one at `index`. */
+function oneImage(index: number): Record<string, unknown> {
+  return { images: { $slice: [index, 1] } };
+}
+
+function toTransition(doc: JobDoc): ImageTransition {
+  const { _id, images, ...rest } = doc;
+  return { job: { id: _id, ...rest, completedAt: rest.completedAt ?? null }, image: toImage(images[0]) };
 }
 
 function toDoc(job: JobRecord): JobDoc {
@@ -174,13 +187,17 @@ function toRecord(doc: JobDoc): JobRecord {
     id: _id,
     ...rest,
     completedAt: rest.completedAt ?? null,
-    images: rest.images.map((i) => ({
-      ...i,
-      fileId: i.fileId ?? null,
-      error: i.error ?? null,
-      startedAt: i.startedAt ?? null,
-      heartbeatAt: i.heartbeatAt ?? null,
-      finishedAt: i.finishedAt ?? null,
-    })),
+    images: rest.images.map(toImage),
+  };
+}
+
+function toImage(i: JobDoc['images'][number]): ImageRecord {
+  return {
+    ...i,
+    fileId: i.fileId ?? null,
+    error: i.error ?? null,
+    startedAt: i.startedAt ?? null,
+    heartbeatAt: i.heartbeatAt ?? null,
+    finishedAt: i.finishedAt ?? null,
   };
 }

@@ -6,7 +6,7 @@ import { canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from '
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
-import { pathValues } from './matcher.js';
+import { compileFilter, pathValues } from './matcher.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
 
@@ -201,7 +201,7 @@ async function changeGetMore(engine: Engine, id: bigint, ns: string, stream: Cha
   if (batch.length === 0) {
     const deadline = Date.now() + (maxTimeMS === undefined ? 1000 : Number(maxTimeMS));
     while (batch.length === 0 && Date.now() < deadline && engine.cursors.has(id)) {
-      await engine.waitForEvents(deadline - Date.now());
+      await engine.waitForEvents(deadline - Date.now(), (db, coll) => streamSees(stream, db, coll));
       batch = changeBatch(engine, stream, batchSize);
     }
   }
@@ -407,13 +407,17 @@ function eventDoc(engine: Engine, e: ChangeEvent, stream: ChangeStreamState): Do
   return out;
 }
 
+/** Whether events of namespace db.coll reach this stream (a collection, a database, or all of them from admin). */
+function streamSees(stream: ChangeStreamState, db: string, coll: string): boolean {
+  return (stream.db === 'admin' || db === stream.db) && (stream.coll === undefined || coll === stream.coll);
+}
+
 function changeBatch(engine: Engine, stream: ChangeStreamState, batchSize: number): Doc[] {
   const events = engine.eventsAfter(stream.after);
   const out: Doc[] = [];
   for (const e of events) {
     stream.after = e.seq;
-    if (e.db !== stream.db && stream.db !== 'admin') continue;
-    if (stream.coll !== undefined && e.coll !== stream.coll) continue;
+    if (!streamSees(stream, e.db, e.coll)) continue;
     if (!stream.showExpanded && e.operationType !== 'insert' && e.operationType !== 'update' && e.operationType !== 'replace' && e.operationType !== 'delete' && e.operationType !== 'drop' && e.operationType !== 'dropDatabase' && e.operationType !== 'rename') continue;
     const docs = stream.transform([eventDoc(engine, e, stream)]);
     out.push(...docs);
@@ -435,14 +439,14 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
     const first = engine.events.find((e) => compareValues(e.clusterTime, ts) >= 0);
     after = first ? first.seq - 1 : engine.lastSeq;
   }
-  const agg = rest.length > 0 ? new Aggregator(rest, {}) : undefined;
+  const transform = changeTransform(rest);
   const stream: ChangeStreamState = {
     db: ctx.db,
     coll: collection,
     after,
     fullDocument: String(spec.fullDocument ?? 'default'),
     fullDocumentBeforeChange: String(spec.fullDocumentBeforeChange ?? 'off'),
-    transform: agg ? (events) => agg.run(events) as Doc[] : (events) => events,
+    transform,
     showExpanded: spec.showExpandedEvents === true,
   };
   const ns = collection ? `${ctx.db}.${collection}` : `${ctx.db}.$cmd.aggregate`;
@@ -450,6 +454,21 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
   const firstBatch = batchSize > 0 ? changeBatch(engine, stream, batchSize) : [];
   const id = engine.openChangeCursor(ns, stream);
   return { cursor: { firstBatch, id, ns, postBatchResumeToken: resumeToken(stream.after) }, operationTime: engine.clusterTime(), ok: 1 };
+}
+
+/**
+ * The stages after $changeStream, applied to each event. Leading $match stages (the usual filter on
+ * operationType or fields) run as compiled predicates; mingo runs whatever follows.
+ */
+function changeTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
+  let leading = 0;
+  while (leading < stages.length && isPlainObject(stages[leading]) && Object.keys(stages[leading]).length === 1 && isPlainObject(stages[leading].$match)) leading++;
+  const matches = stages.slice(0, leading).map((stage) => compileFilter(stage.$match as Doc));
+  const agg = leading < stages.length ? new Aggregator(stages.slice(leading), {}) : undefined;
+  return (events) => {
+    const kept = matches.length === 0 ? events : events.filter((e) => matches.every((m) => m(e)));
+    return agg && kept.length > 0 ? (agg.run(kept) as Doc[]) : kept;
+  };
 }
 
 function isCountGroup(stage: Doc): boolean {

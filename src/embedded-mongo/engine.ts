@@ -41,6 +41,7 @@ export type ChangeStreamState = {
 };
 
 const EVENT_RETENTION = 10_000;
+const EVENT_TRIM_SLACK = 1_000;
 /** Events stay resumable at least this long (after every open stream has read them). */
 const EVENT_RESUME_WINDOW_MS = 60_000;
 const JOURNAL_COMPACT_BYTES = 256 * 1024 * 1024;
@@ -52,7 +53,7 @@ export class Engine {
   private nextCursorId = BigInt(Date.now() % 1_000_000) * 1000n + 1n;
   readonly events: ChangeEvent[] = [];
   private seq = 0;
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Map<() => void, ((db: string, coll: string) => boolean) | undefined>();
   private pending: JournalRecord[] = [];
   private readonly journal: Journal | undefined;
   private replaying = false;
@@ -187,13 +188,18 @@ export class Engine {
       // Rewrite the snapshot once the journal outgrows it, so restarts stay quick.
       if (this.journal.bytes > JOURNAL_COMPACT_BYTES) this.journal.compact(this.snapshotRecords());
     }
-    if (this.waiters.size > 0 && this.notifyDue) {
-      this.notifyDue = false;
-      for (const w of [...this.waiters]) w();
+    if (this.waiters.size > 0 && this.notifiedSeq < this.seq) {
+      // Wake only the streams that can see one of the new events (a stream on one collection does not
+      // wake for writes elsewhere); the rest keep waiting without a pass over the events.
+      const first = this.events.length - (this.seq - this.notifiedSeq);
+      const fresh = this.events.slice(Math.max(0, first));
+      for (const [wake, sees] of [...this.waiters]) if (!sees || fresh.some((e) => sees(e.db, e.coll))) wake();
     }
+    this.notifiedSeq = this.seq;
   }
 
-  private notifyDue = false;
+  /** The last event sequence whose waiters were woken. */
+  private notifiedSeq = 0;
 
   private replay(r: JournalRecord): void {
     const split = (ns: string): [string, string] => {
@@ -281,12 +287,11 @@ export class Engine {
     if (this.replaying) return;
     // Without an open change stream nobody can ask for history older than "now", so keep none.
     if (!this.hasChangeStreams()) {
-      this.seq++;
+      this.notifiedSeq = ++this.seq;
       return;
     }
     this.events.push({ ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date() });
     this.trimEvents();
-    this.notifyDue = true;
   }
 
   /**
@@ -294,7 +299,8 @@ export class Engine {
    * whole documents alive), and in any case beyond EVENT_RETENTION.
    */
   private trimEvents(): void {
-    let drop = Math.max(0, this.events.length - EVENT_RETENTION);
+    // Past the cap, drop a slack's worth at once: splicing one event per write shifts the whole array.
+    let drop = this.events.length > EVENT_RETENTION + EVENT_TRIM_SLACK ? this.events.length - EVENT_RETENTION : 0;
     if ((this.seq & 255) === 0) {
       let minAfter = this.seq;
       for (const c of this.cursors.values()) if (c.kind === 'change') minAfter = Math.min(minAfter, c.stream.after);
@@ -332,7 +338,11 @@ export class Engine {
     return this.events.slice(lo);
   }
 
-  waitForEvents(ms: number): Promise<void> {
+  /**
+   * Resolves after `ms`, or sooner at the commit of an event that `sees` (by namespace) accepts; any
+   * event when `sees` is omitted.
+   */
+  waitForEvents(ms: number, sees?: (db: string, coll: string) => boolean): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
         clearTimeout(timer);
@@ -340,12 +350,12 @@ export class Engine {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      this.waiters.add(done);
+      this.waiters.set(done, sees);
     });
   }
 
   wakeAll(): void {
-    for (const w of [...this.waiters]) w();
+    for (const wake of [...this.waiters.keys()]) wake();
   }
 
   // ---- cursors ----

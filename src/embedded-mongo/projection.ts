@@ -55,11 +55,58 @@ function exclude(v: any, tree: Tree): any {
   return out;
 }
 
+type Slice = { path: string[]; skip: number | undefined; limit: number };
+
+/** `{ $slice: n }` or `{ $slice: [skip, limit] }` with numbers: the common case, kept off mingo. */
+function parseSlice(path: string, v: unknown): Slice | undefined {
+  if (!isPlainObject(v) || Object.keys(v).length !== 1 || !('$slice' in v) || path.includes('$')) return undefined;
+  const arg = v.$slice;
+  const num = (x: unknown): number | undefined => (typeof x === 'number' && Number.isInteger(x) ? x : undefined);
+  if (num(arg) !== undefined) return { path: path.split('.'), skip: undefined, limit: num(arg)! };
+  if (Array.isArray(arg) && arg.length === 2 && num(arg[0]) !== undefined && num(arg[1]) !== undefined) {
+    if (num(arg[1])! <= 0) throw new MongoError(28724, 'Second argument to $slice must be a positive number', 'Location28724');
+    return { path: path.split('.'), skip: num(arg[0]), limit: num(arg[1])! };
+  }
+  return undefined;
+}
+
+function sliceArray(a: unknown[], { skip, limit }: Slice): unknown[] {
+  if (skip === undefined) return limit >= 0 ? a.slice(0, limit) : a.slice(Math.max(0, a.length + limit));
+  const start = skip >= 0 ? Math.min(skip, a.length) : Math.max(0, a.length + skip);
+  return a.slice(start, start + limit);
+}
+
+/** Applies a slice in place on a projected copy (objects on the path are copied, never the stored ones). */
+function applySlice(v: any, slice: Slice, depth = 0): any {
+  if (Array.isArray(v)) return depth === 0 ? v : v.map((x) => (isPlainObject(x) ? applySlice(x, slice, depth) : x));
+  if (!isPlainObject(v)) return v;
+  const key = slice.path[depth];
+  if (!(key in v)) return v;
+  const out: Doc = { ...v };
+  const inner = v[key];
+  out[key] = depth === slice.path.length - 1 ? (Array.isArray(inner) ? sliceArray(inner, slice) : inner) : applySlice(inner, slice, depth + 1);
+  return out;
+}
+
 export function compileProjection(projection: Doc | undefined, filter: Doc | undefined): Projector | undefined {
   if (!projection || Object.keys(projection).length === 0) return undefined;
+  const slices: Slice[] = [];
+  const plain: Doc = {};
+  for (const [k, v] of Object.entries(projection)) {
+    const slice = parseSlice(k, v);
+    if (slice) slices.push(slice);
+    else plain[k] = v;
+  }
+  if (slices.length > 0 && isSimple(plain)) {
+    // $slice with plain fields: an inclusion projection also includes the sliced fields; otherwise
+    // (exclusions or nothing else) every other field stays.
+    const inclusive = Object.entries(plain).some(([k, v]) => k !== '_id' && Boolean(v));
+    if (inclusive) for (const s of slices) plain[s.path.join('.')] = 1;
+    const base = Object.keys(plain).length > 0 ? compileProjection(plain, filter)! : (doc: Doc) => doc;
+    return (doc) => slices.reduce((out, s) => applySlice(out, s), base(doc));
+  }
   const entries = Object.entries(projection);
-  const simple = entries.every(([k, v]) => !k.includes('$') && (typeof v === 'number' || typeof v === 'boolean'));
-  if (!simple) {
+  if (!isSimple(projection)) {
     const q = new Query(filter ?? {}, {});
     return (doc) => {
       const [out] = q.find([doc], projection).all() as Doc[];
@@ -83,4 +130,8 @@ export function compileProjection(projection: Doc | undefined, filter: Doc | und
   if (idSetting !== undefined && !idSetting) paths.push('_id');
   const tree = buildTree(paths);
   return (doc) => exclude(doc, tree);
+}
+
+function isSimple(projection: Doc): boolean {
+  return Object.entries(projection).every(([k, v]) => !k.includes('$') && (typeof v === 'number' || typeof v === 'boolean'));
 }

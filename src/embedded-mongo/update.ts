@@ -1,7 +1,8 @@
 // Applying update documents. The operators almost every write uses ($set, $unset, $inc, $push,
 // $pull, $addToSet, $min, $max, $currentDate on plain dotted paths) run here directly, because mingo's
-// update entry point costs ~200 µs per call; positional paths, $[<id>] with arrayFilters and the rarer
-// operators go to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
+// update entry point costs ~200 µs per call. `$[]` and `$[<id>]` paths are first rewritten into the
+// element paths they select (arrayFilters evaluated here); the positional `$` and the rarer operators go
+// to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
 import { compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
@@ -147,6 +148,69 @@ function canFastPath(u: Doc): boolean {
   return true;
 }
 
+const ARRAY_PATH_PART = /^\$\[(\w*)\]$/;
+
+function hasArrayPaths(u: Doc): boolean {
+  return Object.values(u).some((fields) => isPlainObject(fields) && Object.keys(fields).some((p) => p.includes('$[')));
+}
+
+/**
+ * Rewrites `$[]` and `$[<id>]` paths into the concrete element paths they select, with the array
+ * filters evaluated on the document before the update (as mongod does). The result is a plain update
+ * that sets several fields of one element at once and reports concrete paths in change events.
+ */
+function expandArrayPaths(doc: Doc, u: Doc, arrayFilters: Doc[] | undefined): Doc {
+  const filters = new Map<string, (element: unknown) => boolean>();
+  for (const f of arrayFilters ?? []) {
+    const ids = new Set(Object.keys(f).map((k) => k.split('.')[0]));
+    if (ids.size !== 1) throw new MongoError(9, 'Error parsing array filter: expected a single top-level field name', 'FailedToParse');
+    const [id] = ids;
+    if (filters.has(id)) throw new MongoError(9, `Found multiple array filters with the same top-level field name ${id}`, 'FailedToParse');
+    const pred = compileFilter(f);
+    filters.set(id, (element) => pred({ [id]: element }));
+  }
+  const used = new Set<string>();
+  const out: Doc = {};
+  for (const [op, fields] of Object.entries(u)) {
+    const next: Doc = {};
+    for (const [path, v] of Object.entries(fields as Doc)) {
+      const parts = path.split('.');
+      if (!parts.some((p) => ARRAY_PATH_PART.test(p))) {
+        next[path] = v;
+        continue;
+      }
+      for (const p of parts) {
+        const id = ARRAY_PATH_PART.exec(p)?.[1];
+        if (id && !filters.has(id)) throw new MongoError(2, `No array filter found for identifier '${id}' in path '${path}'`, 'BadValue');
+        if (id) used.add(id);
+      }
+      for (const concrete of expandPath(doc, parts, 0, '', filters)) next[concrete] = v;
+    }
+    out[op] = next;
+  }
+  for (const id of filters.keys()) {
+    if (!used.has(id)) throw new MongoError(9, `The array filter for identifier '${id}' was not used in the update`, 'FailedToParse');
+  }
+  return out;
+}
+
+function expandPath(value: any, parts: string[], i: number, prefix: string, filters: Map<string, (element: unknown) => boolean>): string[] {
+  if (i === parts.length) return [prefix];
+  const join = (p: string): string => (prefix ? `${prefix}.${p}` : p);
+  const m = ARRAY_PATH_PART.exec(parts[i]);
+  if (!m) {
+    const child = value !== null && typeof value === 'object' ? value[parts[i]] : undefined;
+    return expandPath(child, parts, i + 1, join(parts[i]), filters);
+  }
+  if (!Array.isArray(value)) throw new MongoError(2, `The path '${prefix}' must exist in the document in order to apply array updates.`, 'BadValue');
+  const test = m[1] ? filters.get(m[1])! : undefined;
+  const out: string[] = [];
+  value.forEach((element, idx) => {
+    if (!test || test(element)) out.push(...expandPath(element, parts, i + 1, join(String(idx)), filters));
+  });
+  return out;
+}
+
 function checkConflicts(u: Doc): void {
   const seen: string[] = [];
   for (const [op, fields] of Object.entries(u)) {
@@ -282,6 +346,11 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
       if (path === '') throw new MongoError(56, 'An empty update path is not valid.', 'EmptyFieldName');
     }
   }
+  let arrayFilters = opts.arrayFilters;
+  if (hasArrayPaths(u)) {
+    u = expandArrayPaths(original, u, arrayFilters);
+    arrayFilters = undefined;
+  }
   checkConflicts(u);
   const doc = deepCopy(original);
   const updated = new Set<string>();
@@ -292,7 +361,7 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
     const { $setOnInsert, ...rest } = u;
     if ($setOnInsert && opts.inserting) applyFast(doc, { $set: $setOnInsert }, true, updated, removed);
     try {
-      const paths = mingoUpdate(doc, rest as any, opts.arrayFilters, opts.filter as any, { cloneMode: 'deep' });
+      const paths = mingoUpdate(doc, rest as any, arrayFilters, opts.filter as any, { cloneMode: 'deep' });
       for (const p of paths) updated.add(p);
     } catch (e) {
       throw new MongoError(2, (e as Error).message, 'BadValue');

@@ -92,6 +92,33 @@ describe('CRUD semantics', () => {
     }
   });
 
+  it('slices arrays in projections of find and findOneAndUpdate', async () => {
+    const c = db.collection('slices');
+    await c.insertOne({ _id: 's1' as any, name: 'n', n: 0, list: [0, 1, 2, 3, 4], nested: { arr: ['a', 'b', 'c'] } });
+    // Alone, $slice keeps every other field.
+    expect(await c.findOne({ _id: 's1' as any }, { projection: { list: { $slice: [1, 2] } } })).toEqual({
+      _id: 's1',
+      name: 'n',
+      n: 0,
+      list: [1, 2],
+      nested: { arr: ['a', 'b', 'c'] },
+    });
+    expect(await c.findOne({ _id: 's1' as any }, { projection: { list: { $slice: -2 }, 'nested.arr': { $slice: 1 } } })).toMatchObject({
+      list: [3, 4],
+      nested: { arr: ['a'] },
+    });
+    // With inclusions, the sliced field is included too.
+    expect(await c.findOne({ _id: 's1' as any }, { projection: { name: 1, list: { $slice: [4, 3] } } })).toEqual({ _id: 's1', name: 'n', list: [4] });
+    expect(await c.findOne({ _id: 's1' as any }, { projection: { _id: 0, list: { $slice: [-10, 2] } } })).toMatchObject({ list: [0, 1] });
+    const after = await c.findOneAndUpdate(
+      { _id: 's1' as any, 'list.3': 3 },
+      { $inc: { n: 1, 'list.3': 10 } },
+      { returnDocument: 'after', projection: { list: { $slice: [3, 1] } } },
+    );
+    expect(after).toEqual({ _id: 's1', name: 'n', n: 1, list: [13], nested: { arr: ['a', 'b', 'c'] } });
+    expect((await c.findOne({ _id: 's1' as any }))?.list).toEqual([0, 1, 2, 13, 4]);
+  });
+
   it('upserts with $setOnInsert only on insert and seeds from the filter', async () => {
     const c = db.collection('upserts');
     const first = await c.findOneAndUpdate(
@@ -125,6 +152,17 @@ describe('CRUD semantics', () => {
     await c.updateOne({ _id: 1 }, { $pull: { items: { v: { $gte: 20 } } } });
     await c.updateOne({ _id: 1 }, { $addToSet: { tags: 'b' } });
     expect(await c.findOne({ _id: 1 })).toEqual({ _id: 1, tags: ['b', 'c'], items: [{ k: 'a', v: 11 }] });
+    // Several fields of the filtered elements in one update, next to a top-level change.
+    await c.updateOne({ _id: 1 }, { $push: { items: { k: 'c', v: 3 } } });
+    const changed = await c.updateOne(
+      { _id: 1 },
+      { $set: { 'items.$[e].k': 'C', 'items.$[e].done': true }, $inc: { 'items.$[e].v': 100 } },
+      { arrayFilters: [{ 'e.k': 'c', 'e.v': { $lt: 10 } }] },
+    );
+    expect(changed.modifiedCount).toBe(1);
+    expect((await c.findOne({ _id: 1 }))?.items).toEqual([{ k: 'a', v: 11 }, { k: 'C', v: 103, done: true }]);
+    await expect(c.updateOne({ _id: 1 }, { $set: { 'items.$[x].v': 0 } })).rejects.toMatchObject({ code: 2 });
+    await c.updateOne({ _id: 1 }, { $pull: { items: { k: 'C' } } });
     // A capped log, as the credit ledger keeps its recent operation ids.
     await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['d', 'e'], $slice: -3 } } });
     await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['a'], $position: 0, $sort: 1 } } });

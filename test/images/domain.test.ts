@@ -221,7 +221,7 @@ describe('image jobs', () => {
     const { jobId } = await service.create(alice, ['x']);
     const now = new Date();
     const claimed = await jobs.claimImage(jobId, 0, now, now, now);
-    await jobs.failImage(jobId, 0, claimed!.images[0].attempt, 'crashed before refund', now);
+    await jobs.failImage(jobId, 0, claimed!.image.attempt, 'crashed before refund', now);
     const report = await sweeper.sweep(new Date(Date.now() + 5000));
     expect(report).toMatchObject({ refundsSettled: 1 });
     expect(jobs.docs.get(jobId)).toMatchObject({ status: 'failed', creditsRefunded: 1 });

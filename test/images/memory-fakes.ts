@@ -1,5 +1,5 @@
 import { AppError } from '../../src/domain/errors.js';
-import type { ImageRecord, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
+import type { ImageRecord, ImageTransition, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
 import type { ImageKey, ImageStore, StoredImage, StoredImageInfo } from '../../src/storage/types.js';
 
 /**
@@ -11,6 +11,10 @@ export class MemoryJobStore implements JobStore {
 
   private clone(j: JobRecord): JobRecord {
     return structuredClone(j);
+  }
+  private transition(j: JobRecord, index: number): ImageTransition {
+    const { images, ...job } = this.clone(j);
+    return { job, image: images.find((i) => i.index === index)! };
   }
   async insert(job: JobRecord) {
     this.docs.set(job.id, this.clone(job));
@@ -51,7 +55,7 @@ export class MemoryJobStore implements JobStore {
     Object.assign(img, { attempt: img.attempt + 1, status: 'running', startedAt: now, heartbeatAt, error: null });
     j.status = 'running';
     j.updatedAt = now;
-    return this.clone(j);
+    return this.transition(j, index);
   }
   async heartbeat(id: string, index: number, attempt: number, at: Date) {
     const img = this.running(id, index, attempt);
@@ -65,7 +69,7 @@ export class MemoryJobStore implements JobStore {
     const j = this.docs.get(id)!;
     j.succeededImages++;
     j.updatedAt = now;
-    return this.clone(j);
+    return this.transition(j, index);
   }
   async failImage(id: string, index: number, attempt: number, error: string, now: Date) {
     const img = this.running(id, index, attempt);
@@ -74,7 +78,7 @@ export class MemoryJobStore implements JobStore {
     const j = this.docs.get(id)!;
     j.failedImages++;
     j.updatedAt = now;
-    return this.clone(j);
+    return this.transition(j, index);
   }
   async releaseImage(id: string, index: number, attempt: number, error: string, now: Date) {
     const img = this.running(id, index, attempt);
@@ -90,7 +94,7 @@ export class MemoryJobStore implements JobStore {
     img.refund = 'done';
     j.creditsRefunded++;
     j.updatedAt = now;
-    return this.clone(j);
+    return this.transition(j, index);
   }
   async finalize(id: string, status: 'completed' | 'failed', now: Date) {
     const j = this.docs.get(id);

@@ -92,14 +92,14 @@ describe('MongoJobStore guarded updates', () => {
     // Not stale yet with a stale bound before t0.
     expect(await store.claimImage(job.id, 0, now, new Date(t0.getTime() - 1), now)).toBeNull();
     const second = await store.claimImage(job.id, 0, now, new Date(now.getTime() - 5000), now);
-    expect(second!.images[0].attempt).toBe(2);
+    expect(second!.image.attempt).toBe(2);
     expect(await store.heartbeat(job.id, 0, 1, now)).toBe(false);
     expect(await store.completeImage(job.id, 0, 1, 'f1', now)).toBeNull();
     expect(await store.failImage(job.id, 0, 1, 'late', now)).toBeNull();
     expect(await store.heartbeat(job.id, 0, 2, now)).toBe(true);
     const done = await store.completeImage(job.id, 0, 2, 'f2', now);
-    expect(done).toMatchObject({ succeededImages: 1 });
-    expect(done!.images[0]).toMatchObject({ status: 'succeeded', fileId: 'f2' });
+    expect(done!.job).toMatchObject({ id: job.id, succeededImages: 1, totalImages: 1 });
+    expect(done!.image).toMatchObject({ index: 0, status: 'succeeded', fileId: 'f2' });
     expect(await store.completeImage(job.id, 0, 2, 'f3', now)).toBeNull();
     expect(await store.finalize(job.id, 'completed', now)).toBe(true);
     expect(await store.finalize(job.id, 'completed', now)).toBe(false);
@@ -111,15 +111,16 @@ describe('MongoJobStore guarded updates', () => {
     await store.insert(job);
     const now = new Date();
     const c = await store.claimImage(job.id, 0, now, now, now);
-    const failed = await store.failImage(job.id, 0, c!.images[0].attempt, 'nope', now);
-    expect(failed).toMatchObject({ failedImages: 1, creditsRefunded: 0 });
-    expect(failed!.images[0]).toMatchObject({ status: 'failed', refund: 'pending', error: 'nope' });
+    const failed = await store.failImage(job.id, 0, c!.image.attempt, 'nope', now);
+    expect(failed!.job).toMatchObject({ failedImages: 1, creditsRefunded: 0 });
+    expect(failed!.image).toMatchObject({ index: 0, status: 'failed', refund: 'pending', error: 'nope' });
     const marks = await Promise.all([store.markRefunded(job.id, 0, now), store.markRefunded(job.id, 0, now)]);
     expect(marks.filter(Boolean)).toHaveLength(1);
     expect((await store.findById(job.id))!.creditsRefunded).toBe(1);
 
     const c2 = await store.claimImage(job.id, 1, now, now, now);
-    expect(await store.releaseImage(job.id, 1, c2!.images[1].attempt, 'try later', now)).toBe(true);
+    expect(c2!.image).toMatchObject({ index: 1, prompt: 'p1', status: 'running', attempt: 1 });
+    expect(await store.releaseImage(job.id, 1, c2!.image.attempt, 'try later', now)).toBe(true);
     expect((await store.findById(job.id))!.images[1]).toMatchObject({ status: 'queued', attempt: 1, error: 'try later' });
   });
 

@@ -38,6 +38,18 @@ export interface JobRecord {
   completedAt: Date | null;
 }
 
+/** A job's own fields, without its images. */
+export type JobSummary = Omit<JobRecord, 'images'>;
+
+/**
+ * What a per-image state change reports: the job's status and counters after it, and that one image
+ * (not the whole images array: a worker needs no more, and a large job would cost every update).
+ */
+export interface ImageTransition {
+  job: JobSummary;
+  image: ImageRecord;
+}
+
 /**
  * Persistence of jobs. Every state change is ONE guarded update (the condition names the state it
  * moves from), so concurrent workers and sweeps cannot both apply it; methods that can lose such a
@@ -58,18 +70,18 @@ export interface JobStore {
   /**
    * Claims an image for a run: queued, or running with a heartbeat at or before `staleBefore`
    * (its worker died). Increments the attempt, sets running, heartbeat `heartbeatAt`, and moves a
-   * queued job to running. Returns the job after the update, or null when not claimable.
+   * queued job to running. Returns the job and image after the update, or null when not claimable.
    */
-  claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<JobRecord | null>;
+  claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<ImageTransition | null>;
   heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean>;
-  /** running(attempt) → succeeded; returns the job after the update, null if the attempt is no longer current. */
-  completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<JobRecord | null>;
-  /** running(attempt) → failed with refund pending; returns the job after the update or null. */
-  failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<JobRecord | null>;
+  /** running(attempt) → succeeded; returns the job and image after the update, null if the attempt is no longer current. */
+  completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<ImageTransition | null>;
+  /** running(attempt) → failed with refund pending; returns the job and image after the update or null. */
+  failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null>;
   /** running(attempt) → queued, for a retry later. */
   releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<boolean>;
-  /** refund pending → done and creditsRefunded + 1; returns the job after the update or null. */
-  markRefunded(jobId: string, index: number, now: Date): Promise<JobRecord | null>;
+  /** refund pending → done and creditsRefunded + 1; returns the job and image after the update or null. */
+  markRefunded(jobId: string, index: number, now: Date): Promise<ImageTransition | null>;
   /** queued/running → final status, once. */
   finalize(jobId: string, status: 'completed' | 'failed', now: Date): Promise<boolean>;
 

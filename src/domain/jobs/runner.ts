@@ -1,7 +1,7 @@
 import type { ImageProvider } from '../../providers/images/types.js';
 import { isRetryableError } from '../../providers/images/types.js';
 import type { ImageStore } from '../../storage/types.js';
-import type { JobCredits, JobRecord, JobStore } from './records.js';
+import type { JobCredits, JobStore, JobSummary } from './records.js';
 
 export interface ImageRunnerDeps {
   jobs: JobStore;
@@ -48,12 +48,12 @@ export class ImageRunner {
     const now = new Date();
     const claimed = await jobs.claimImage(jobId, index, now, new Date(now.getTime() - lockLifetimeMs), lease.lockedAt ?? now);
     if (!claimed) return this.whyNotClaimed(jobId, index);
-    const image = claimed.images.find((i) => i.index === index)!;
+    const { image } = claimed;
     const attempt = image.attempt;
 
     if (attempt > this.deps.maxAttempts) {
       // Earlier attempts were claimed and never finished (worker crashes): stop retrying a poison prompt.
-      return this.fail(claimed, index, attempt, `Image generation did not finish after ${this.deps.maxAttempts} attempts`);
+      return this.fail(claimed.job, index, attempt, `Image generation did not finish after ${this.deps.maxAttempts} attempts`);
     }
 
     const abort = new AbortController();
@@ -70,7 +70,7 @@ export class ImageRunner {
         await this.deps.images.delete(stored.fileId);
         return { kind: 'skipped', reason: 'attempt superseded before completion' };
       }
-      await this.finalizeIfDone(after);
+      await this.finalizeIfDone(after.job);
       return { kind: 'succeeded' };
     } catch (err) {
       stopHeartbeat();
@@ -80,7 +80,7 @@ export class ImageRunner {
         const released = await jobs.releaseImage(jobId, index, attempt, message, new Date());
         return released ? { kind: 'retry', error: message } : { kind: 'skipped', reason: 'attempt superseded' };
       }
-      if (isProviderOutcome(err)) return this.fail(claimed, index, attempt, message);
+      if (isProviderOutcome(err)) return this.fail(claimed.job, index, attempt, message);
       // Infrastructure fault (database, storage): give the image back and let the queue retry.
       await jobs.releaseImage(jobId, index, attempt, message, new Date()).catch(() => undefined);
       throw err;
@@ -88,7 +88,7 @@ export class ImageRunner {
   }
 
   /** Settles a refund left pending (by a crash between the steps) and finalizes the job if it is done. */
-  async settleRefund(job: JobRecord, index: number): Promise<void> {
+  async settleRefund(job: JobSummary, index: number): Promise<void> {
     await this.deps.credits.refund(job.accountId, 1, refundOpId(job.id, index), {
       jobId: job.id,
       index,
@@ -97,21 +97,21 @@ export class ImageRunner {
     });
     const after = await this.deps.jobs.markRefunded(job.id, index, new Date());
     // null: someone else marked it; they finalize.
-    if (after) await this.finalizeIfDone(after);
+    if (after) await this.finalizeIfDone(after.job);
   }
 
   /** Moves a job whose images are all final (and refunds all settled) to its final status, once. */
-  async finalizeIfDone(job: JobRecord): Promise<boolean> {
+  async finalizeIfDone(job: JobSummary): Promise<boolean> {
     const allFinal = job.succeededImages + job.failedImages === job.totalImages;
     const refundsSettled = job.creditsRefunded === job.failedImages;
     if (!allFinal || !refundsSettled || job.status === 'completed' || job.status === 'failed') return false;
     return this.deps.jobs.finalize(job.id, job.succeededImages > 0 ? 'completed' : 'failed', new Date());
   }
 
-  private async fail(job: JobRecord, index: number, attempt: number, message: string): Promise<RunOutcome> {
+  private async fail(job: JobSummary, index: number, attempt: number, message: string): Promise<RunOutcome> {
     const after = await this.deps.jobs.failImage(job.id, index, attempt, message, new Date());
     if (!after) return { kind: 'skipped', reason: 'attempt superseded before failing' };
-    await this.settleRefund(after, index);
+    await this.settleRefund(after.job, index);
     return { kind: 'failed', error: message };
   }
 
