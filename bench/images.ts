@@ -67,7 +67,7 @@ async function main(): Promise<void> {
       const open = await db.collection('jobs').countDocuments({ _id: { $in: jobIds as never[] }, status: { $in: ['queued', 'running'] } });
       if (open === 0) return;
       if (Date.now() > deadline) throw new Error(`${open} jobs still open`);
-      await sleep(20);
+      await sleep(50);
     }
   };
 

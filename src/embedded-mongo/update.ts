@@ -33,7 +33,12 @@ export function validateUpdate(u: unknown): void {
   }
 }
 
-function setPath(doc: Doc, path: string, value: any): void {
+/**
+ * Sets `path` to `value`, creating missing objects on the way. With `owned`, containers on the path that
+ * this update has not copied yet are copied first (copy-on-write), so the stored document it started
+ * from, which change events and open cursors may still hold, never changes.
+ */
+function setPath(doc: Doc, path: string, value: any, owned?: Set<object>): void {
   const parts = path.split('.');
   let cur: any = doc;
   for (let i = 0; i < parts.length - 1; i++) {
@@ -42,8 +47,11 @@ function setPath(doc: Doc, path: string, value: any): void {
     if (next === undefined || next === null) {
       next = {};
       cur[p] = next;
+      owned?.add(next);
     } else if (typeof next !== 'object' || next instanceof Date || next._bsontype !== undefined) {
       throw new MongoError(28, `Cannot create field '${parts[i + 1]}' in element {${p}: ${String(next)}}`, 'PathNotViable');
+    } else if (owned) {
+      next = own(cur, p, owned);
     }
     cur = next;
   }
@@ -53,6 +61,27 @@ function setPath(doc: Doc, path: string, value: any): void {
     while (cur.length < idx) cur.push(null);
   }
   cur[last] = value;
+}
+
+/** `parent[key]`, replaced by a shallow copy unless this update made or copied it already. */
+function own(parent: any, key: string, owned: Set<object>): any {
+  const v = parent[key];
+  if (owned.has(v) || (!Array.isArray(v) && !isPlainObject(v))) return v;
+  const copy = Array.isArray(v) ? v.slice() : { ...v };
+  parent[key] = copy;
+  owned.add(copy);
+  return copy;
+}
+
+/** The array or object at `path`, owned by this update (see setPath); undefined when there is none. */
+function ownedContainer(doc: Doc, path: string, owned: Set<object> | undefined): any {
+  let cur: any = doc;
+  for (const p of path.split('.')) {
+    const next = cur?.[p];
+    if (!Array.isArray(next) && !isPlainObject(next)) return undefined;
+    cur = owned ? own(cur, p, owned) : next;
+  }
+  return cur;
 }
 
 function getParentAndKey(doc: Doc, path: string): [any, string] | undefined {
@@ -70,11 +99,13 @@ function readPath(doc: Doc, path: string): any {
   return pk ? pk[0][pk[1]] : undefined;
 }
 
-function unsetPath(doc: Doc, path: string): boolean {
+function unsetPath(doc: Doc, path: string, owned?: Set<object>): boolean {
   const pk = getParentAndKey(doc, path);
   if (!pk) return false;
-  const [parent, key] = pk;
-  if (!(key in parent)) return false;
+  const [found, key] = pk;
+  if (!(key in found)) return false;
+  const dot = path.lastIndexOf('.');
+  const parent = dot < 0 ? doc : ownedContainer(doc, path.slice(0, dot), owned);
   if (Array.isArray(parent)) parent[Number(key)] = null;
   else delete parent[key];
   return true;
@@ -226,21 +257,21 @@ function checkConflicts(u: Doc): void {
   }
 }
 
-function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, removed: Set<string>): void {
+function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, removed: Set<string>, owned?: Set<object>): void {
   for (const [op, fields] of Object.entries(u)) {
     for (const [path, v] of Object.entries(fields as Doc)) {
       switch (op) {
         case '$setOnInsert':
           if (!inserting) break;
-          setPath(doc, path, deepCopy(v));
+          setPath(doc, path, deepCopy(v), owned);
           updated.add(path);
           break;
         case '$set':
-          setPath(doc, path, deepCopy(v));
+          setPath(doc, path, deepCopy(v), owned);
           updated.add(path);
           break;
         case '$unset':
-          if (unsetPath(doc, path)) removed.add(path);
+          if (unsetPath(doc, path, owned)) removed.add(path);
           break;
         case '$inc':
         case '$mul': {
@@ -251,7 +282,7 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           }
           if (cur === null) throw new MongoError(14, `Cannot apply ${op} to a value of non-numeric type null`, 'TypeMismatch');
           const next = op === '$inc' ? (cur === undefined ? v : addNumbers(cur, v)) : cur === undefined ? 0 : toNumber(cur) * toNumber(v);
-          setPath(doc, path, next);
+          setPath(doc, path, next, owned);
           updated.add(path);
           break;
         }
@@ -260,13 +291,13 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           const cur = readPath(doc, path);
           const c = cur === undefined ? 0 : compareValues(v, cur);
           if (cur === undefined || (op === '$min' ? c < 0 : c > 0)) {
-            setPath(doc, path, deepCopy(v));
+            setPath(doc, path, deepCopy(v), owned);
             updated.add(path);
           }
           break;
         }
         case '$currentDate':
-          setPath(doc, path, isPlainObject(v) && v.$type === 'timestamp' ? new Timestamp({ t: Math.floor(Date.now() / 1000), i: 1 }) : new Date());
+          setPath(doc, path, isPlainObject(v) && v.$type === 'timestamp' ? new Timestamp({ t: Math.floor(Date.now() / 1000), i: 1 }) : new Date(), owned);
           updated.add(path);
           break;
         case '$push':
@@ -275,9 +306,12 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           let cur = readPath(doc, path);
           if (cur === undefined || cur === null) {
             cur = [];
-            setPath(doc, path, cur);
+            setPath(doc, path, cur, owned);
+            owned?.add(cur);
           } else if (!Array.isArray(cur)) {
             throw new MongoError(2, `The field '${path}' must be an array but is of type ${typeof cur} in document {_id: ${String(doc._id)}}`, 'BadValue');
+          } else {
+            cur = ownedContainer(doc, path, owned);
           }
           if (op === '$addToSet') {
             for (const item of items) if (!cur.some((x: any) => compareValues(x, item) === 0)) cur.push(deepCopy(item));
@@ -305,7 +339,7 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           }
           const next = cur.filter(keep);
           if (next.length !== cur.length) {
-            setPath(doc, path, next);
+            setPath(doc, path, next, owned);
             updated.add(path);
           }
           break;
@@ -352,27 +386,50 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
     arrayFilters = undefined;
   }
   checkConflicts(u);
-  const doc = deepCopy(original);
   const updated = new Set<string>();
   const removed = new Set<string>();
   if (canFastPath(u)) {
-    applyFast(doc, u, Boolean(opts.inserting), updated, removed);
-  } else {
-    const { $setOnInsert, ...rest } = u;
-    if ($setOnInsert && opts.inserting) applyFast(doc, { $set: $setOnInsert }, true, updated, removed);
-    try {
-      const paths = mingoUpdate(doc, rest as any, arrayFilters, opts.filter as any, { cloneMode: 'deep' });
-      for (const p of paths) updated.add(p);
-    } catch (e) {
-      throw new MongoError(2, (e as Error).message, 'BadValue');
-    }
+    // Copy-on-write: only the containers on updated paths are copied, not the whole document.
+    const doc: Doc = { ...original };
+    applyFast(doc, u, Boolean(opts.inserting), updated, removed, new Set<object>([doc]));
+    const modified = removed.size > 0 || [...updated].some((p) => !samePathValue(original, doc, p));
+    return { doc, modified, description: describe(doc, updated, removed) };
   }
+  const doc = deepCopy(original);
+  const { $setOnInsert, ...rest } = u;
+  if ($setOnInsert && opts.inserting) applyFast(doc, { $set: $setOnInsert }, true, updated, removed);
+  try {
+    const paths = mingoUpdate(doc, rest as any, arrayFilters, opts.filter as any, { cloneMode: 'deep' });
+    for (const p of paths) updated.add(p);
+  } catch (e) {
+    throw new MongoError(2, (e as Error).message, 'BadValue');
+  }
+  return finish(original, doc, describe(doc, updated, removed));
+}
+
+function describe(doc: Doc, updated: Set<string>, removed: Set<string>): UpdateDescription {
   const description: UpdateDescription = { updatedFields: {}, removedFields: [...removed] };
   for (const p of updated) {
     const topish = p.replace(/\.\$(\[[^\]]*\])?/g, '');
     description.updatedFields[topish] = readPath(doc, topish);
   }
-  return finish(original, doc, description);
+  return description;
+}
+
+/** Whether `path` holds the same value (type, value and field order) in both documents. */
+function samePathValue(a: Doc, b: Doc, path: string): boolean {
+  const x = readPath(a, path);
+  const y = readPath(b, path);
+  if (x === undefined || y === undefined) return x === y;
+  return compareValues(x, y) === 0 && sameKeyOrder(x, y);
+}
+
+function sameKeyOrder(x: any, y: any): boolean {
+  if (Array.isArray(x)) return x.every((v, i) => sameKeyOrder(v, y[i]));
+  if (!isPlainObject(x)) return true;
+  const kx = Object.keys(x);
+  const ky = Object.keys(y);
+  return kx.length === ky.length && kx.every((k, i) => k === ky[i] && sameKeyOrder(x[k], y[k]));
 }
 
 function finish(original: Doc, doc: Doc, description: UpdateDescription | undefined): UpdateOutcome {

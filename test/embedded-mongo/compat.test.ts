@@ -400,15 +400,16 @@ describe('GridFS, change streams and TTL', () => {
       }
     })();
     await sleep(300);
-    const { insertedId } = await c.insertOne({ v: 1 });
-    await c.updateOne({ _id: insertedId }, { $set: { v: 2 } });
+    const { insertedId } = await c.insertOne({ v: 1, nested: { a: 1 }, list: [1] });
+    await c.updateOne({ _id: insertedId }, { $set: { v: 2, 'nested.a': 2 }, $push: { list: 2 } });
     await c.replaceOne({ _id: insertedId }, { v: 3 });
     await c.deleteOne({ _id: insertedId });
     await collecting;
     await stream.close();
     expect(events.map((e) => e.operationType)).toEqual(['insert', 'update', 'replace', 'delete']);
-    expect(events[0].fullDocument).toMatchObject({ _id: insertedId, v: 1 });
-    expect(events[1].updateDescription.updatedFields).toEqual({ v: 2 });
+    // The insert event keeps the document as inserted: the later update changed none of its parts.
+    expect(events[0].fullDocument).toEqual({ _id: insertedId, v: 1, nested: { a: 1 }, list: [1] });
+    expect(events[1].updateDescription.updatedFields).toMatchObject({ v: 2, 'nested.a': 2 });
     expect(events[2].fullDocument).toMatchObject({ v: 3 });
     expect(events[3].documentKey).toEqual({ _id: insertedId });
 
