@@ -1,22 +1,36 @@
-// `npm run db -- --port=27017 --dbpath=./data/db`: runs the embedded server in the foreground.
+// `npm run db -- --port=27017 --dbpath=./data/db`: runs the embedded server in the foreground and prints
+// `MONGODB_URI=…` once it accepts connections. For tests and local development, not production.
+import { parseArgs } from 'node:util';
 import { startEmbeddedMongo } from './index.js';
 
-function arg(name: string): string | undefined {
-  const prefix = `--${name}=`;
-  const hit = process.argv.slice(2).find((a) => a.startsWith(prefix));
-  return hit?.slice(prefix.length);
-}
+const USAGE = 'usage: npm run db -- [--port=N (default 27017, 0: any free port)] [--dbpath=DIR (persist; default: in memory)] [--host=ADDR (default 127.0.0.1)]';
 
-const portArg = arg('port');
-const port = portArg === undefined ? 27017 : Number(portArg);
-if (!Number.isInteger(port) || port < 0 || port > 65535) {
-  console.error(`--port must be an integer between 0 and 65535, got "${portArg}"`);
+function fail(message: string): never {
+  console.error(`${message}\n${USAGE}`);
   process.exit(2);
 }
-const dbPath = arg('dbpath');
-const host = arg('host') ?? '127.0.0.1';
 
-const server = await startEmbeddedMongo({ port, host, dbPath });
+let values: { port?: string; dbpath?: string; host?: string; help?: boolean };
+try {
+  ({ values } = parseArgs({
+    options: { port: { type: 'string' }, dbpath: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (e) {
+  fail((e as Error).message);
+}
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+
+const port = values.port === undefined ? 27017 : Number(values.port);
+if (!/^\d+$/.test(values.port ?? '0') || port > 65535) fail(`--port must be an integer between 0 and 65535, got "${values.port}"`);
+if (values.dbpath === '') fail('--dbpath must name a directory');
+const host = values.host ?? '127.0.0.1';
+
+const server = await startEmbeddedMongo({ port, host, dbPath: values.dbpath });
 console.log(`MONGODB_URI=${server.uri}`);
 
 let stopping = false;

@@ -11,8 +11,10 @@ export async function startEmbeddedMongo(opts: EmbeddedMongoOptions = {}): Promi
   const server = new EmbeddedServer({ port: opts.port ?? 0, host, dbPath: opts.dbPath });
   const port = await server.listen();
   let stopping: Promise<void> | undefined;
+  // A wildcard listener is reached through loopback; IPv6 literals need brackets in a URI.
+  const reachable = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
   return {
-    uri: `mongodb://${host}:${port}/`,
+    uri: `mongodb://${reachable}:${port}/`,
     port,
     stop: () => (stopping ??= server.close()),
   };

@@ -1,6 +1,6 @@
 // Durability of the embedded server's --dbpath mode (this file starts its own servers through the
 // `npm run db` entry point, whatever MONGODB_URI says): after kill -9 every acknowledged write is back.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -94,3 +94,11 @@ it('loses no acknowledged write when the server is killed with SIGKILL', async (
     await exited(second.child);
   }
 }, 60_000);
+
+it('refuses unknown options and bad ports with exit code 2 and the usage line', () => {
+  for (const args of [['--dbPath=/tmp/x'], ['--port=70000'], ['--port=abc'], ['stray']]) {
+    const res = spawnSync(process.execPath, ['--import', 'tsx', cli, ...args], { encoding: 'utf8', timeout: 30_000 });
+    expect(res.status, args.join(' ')).toBe(2);
+    expect(res.stderr).toContain('usage: npm run db');
+  }
+});

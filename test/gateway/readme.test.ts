@@ -50,6 +50,13 @@ describe('README', () => {
     }
   });
 
+  it('every `npm run <script>` it shows is a script of package.json', async () => {
+    const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
+    const named = [...readme.matchAll(/npm run ([\w:-]+)/g)].map((m) => m[1]);
+    expect(named.length).toBeGreaterThan(5);
+    for (const script of new Set(named)) expect(pkg.scripts, `npm run ${script}`).toHaveProperty([script]);
+  });
+
   it('states the two commands and the CLI', () => {
     expect(readme).toContain('npm ci && npm start');
     expect(readme).toContain('npm test');
