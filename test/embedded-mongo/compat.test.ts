@@ -394,7 +394,7 @@ describe('GridFS, change streams and TTL', () => {
   });
 
   it('streams insert, update, replace and delete events and resumes after a token', async () => {
-    const c = db.collection('watched');
+    const c = db.collection<{ v: number; nested?: { a: number }; list?: number[] }>('watched');
     await db.createCollection('watched').catch(() => undefined);
     const stream = c.watch([], { fullDocument: 'updateLookup', maxAwaitTimeMS: 200 });
     const events: any[] = [];
