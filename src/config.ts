@@ -60,7 +60,7 @@ const schema = z
     IMAGE_RETRIES: int(2, 0, 10),
 
     IN_PROCESS_WORKER: bool(true),
-    WORKER_CONCURRENCY: int(8, 1, 1000),
+    WORKER_CONCURRENCY: int(16, 1, 1000),
     JOB_LOCK_LIFETIME_MS: int(60_000, 1000),
     /** How often the sweep requeues jobs whose queue entry vanished and settles pending refunds. */
     JOB_SWEEP_INTERVAL_MS: int(30_000, 1000),
