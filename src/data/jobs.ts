@@ -37,7 +37,7 @@ export class MongoJobStore implements JobStore {
 
   async findForAccount(accountId: string, jobIds: readonly string[]): Promise<JobRecord[]> {
     const docs = await this.model.find({ _id: { $in: [...jobIds] }, accountId, charged: true }).lean<JobDoc[]>();
-    return docs.map(toRecord);
+    return docs.map(toJobRecord);
   }
 
   async listForAccount(accountId: string, limit: number, after: { createdAt: Date; id: string } | null): Promise<JobRecord[]> {
@@ -46,12 +46,12 @@ export class MongoJobStore implements JobStore {
       filter.$or = [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }];
     }
     const docs = await this.model.find(filter).sort({ createdAt: -1, _id: -1 }).limit(limit).lean<JobDoc[]>();
-    return docs.map(toRecord);
+    return docs.map(toJobRecord);
   }
 
   async findById(jobId: string): Promise<JobRecord | null> {
     const doc = await this.model.findById(jobId).lean<JobDoc>();
-    return doc ? toRecord(doc) : null;
+    return doc ? toJobRecord(doc) : null;
   }
 
   async claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<ImageTransition | null> {
@@ -117,7 +117,7 @@ export class MongoJobStore implements JobStore {
 
   async findUncharged(createdBefore: Date, limit: number): Promise<JobRecord[]> {
     const docs = await this.model.find({ charged: false, createdAt: { $lte: createdBefore } }).limit(limit).lean<JobDoc[]>();
-    return docs.map(toRecord);
+    return docs.map(toJobRecord);
   }
 
   async findStalled(updatedBefore: Date, limit: number): Promise<JobRecord[]> {
@@ -126,7 +126,7 @@ export class MongoJobStore implements JobStore {
       .sort({ updatedAt: 1 })
       .limit(limit)
       .lean<JobDoc[]>();
-    return docs.map(toRecord);
+    return docs.map(toJobRecord);
   }
 
   /** One guarded update of a running image's current attempt; the job and image after it, or null. */
@@ -181,13 +181,14 @@ function toDoc(job: JobRecord): JobDoc {
   return { _id: id, ...rest };
 }
 
-function toRecord(doc: JobDoc): JobRecord {
+/** The stored document as the domain's JobRecord (`_id` → `id`; absent optional fields → null). */
+export function toJobRecord(doc: JobDoc): JobRecord {
   const { _id, ...rest } = doc;
   return {
-    id: _id,
     ...rest,
+    id: String(_id),
     completedAt: rest.completedAt ?? null,
-    images: rest.images.map(toImage),
+    images: (rest.images ?? []).map(toImage),
   };
 }
 

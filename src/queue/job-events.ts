@@ -1,5 +1,6 @@
 import type { Db } from 'mongodb';
 import { CollectionWatcher, type WatchEvent, type WatcherLogger } from '../data/collection-watcher.js';
+import { toJobRecord } from '../data/jobs.js';
 import type { JobDoc } from '../data/models/job.js';
 import type { JobRecord } from '../domain/jobs/records.js';
 
@@ -147,22 +148,4 @@ function stateSignature(doc: JobDoc): string {
   const images = (doc.images ?? []).map((i) => `${i.index}:${i.status}`).join(',');
   const updated = doc.updatedAt instanceof Date ? doc.updatedAt.getTime() : String(doc.updatedAt);
   return `${doc.status}|${doc.charged}|${doc.succeededImages}|${doc.failedImages}|${doc.creditsRefunded}|${updated}|${images}`;
-}
-
-/** The stored document as the domain's JobRecord (`_id` → `id`; absent optional fields → null). */
-export function toJobRecord(doc: JobDoc): JobRecord {
-  const { _id, ...rest } = doc;
-  return {
-    ...rest,
-    id: String(_id),
-    completedAt: rest.completedAt ?? null,
-    images: (rest.images ?? []).map((i) => ({
-      ...i,
-      fileId: i.fileId ?? null,
-      error: i.error ?? null,
-      startedAt: i.startedAt ?? null,
-      heartbeatAt: i.heartbeatAt ?? null,
-      finishedAt: i.finishedAt ?? null,
-    })),
-  };
 }

@@ -66,7 +66,9 @@ describe('WordNet reader', () => {
     }
   });
 
-  it('lookups are index reads, not file parses: 2,000 distinct words well under a second each', async () => {
+  // Not a speed target (bench/ measures speed): the bound is 20× the usual cost and still far below one
+  // parse of index.noun (4.8 MB), so it fails only if a lookup reads whole files.
+  it('lookups are index reads, not file parses: 2,000 distinct words', async () => {
     const buf = await readFile(path.join(dict, 'index.noun'));
     const words = buf.toString('utf8').split('\n').filter((l) => l && !l.startsWith(' ')).filter((_, i) => i % 40 === 0).slice(0, 2000).map((l) => l.split(' ')[0]!);
     const start = performance.now();
@@ -74,7 +76,7 @@ describe('WordNet reader', () => {
     for (const w of words) if (await wn.define(w.replace(/_/g, ' '))) found++;
     const perLookupMs = (performance.now() - start) / words.length;
     expect(found).toBe(words.length);
-    expect(perLookupMs).toBeLessThan(5);
+    expect(perLookupMs).toBeLessThan(25);
   });
 
   it('normalizes like WordNet spells lemmas', () => {

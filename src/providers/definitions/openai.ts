@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { endpointUrl, isTimeout, postJson, withRetries, type HttpReply, type RetryPolicy, type RetryableFailure } from '../openai-http.js';
 import { DefinitionProviderError, type DefinitionProvider } from '../../domain/definitions/types.js';
 
 export interface OpenAiDefinitionProviderOptions {
@@ -22,7 +22,7 @@ const SYSTEM_PROMPT =
   'in plain text, without repeating the term as a heading. If the term is not a word or phrase you can define, ' +
   'reply with exactly: NO_DEFINITION';
 
-type Failure = DefinitionProviderError & { retryable?: boolean; retryAfterMs?: number };
+type Failure = DefinitionProviderError & RetryableFailure;
 
 /**
  * Definitions from any OpenAI-compatible chat-completions endpoint: `POST {baseUrl}/chat/completions`.
@@ -32,58 +32,42 @@ type Failure = DefinitionProviderError & { retryable?: boolean; retryAfterMs?: n
 export class OpenAiDefinitionProvider implements DefinitionProvider {
   readonly name: string;
   private readonly endpoint: string;
+  private readonly policy: RetryPolicy;
 
   constructor(private readonly options: OpenAiDefinitionProviderOptions) {
-    this.endpoint = `${options.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+    this.endpoint = endpointUrl(options.baseUrl, 'chat/completions');
     this.name = `openai:${options.model}`;
+    this.policy = { retries: options.retries, backoffBaseMs: options.backoffBaseMs ?? 200, backoffMaxMs: options.backoffMaxMs ?? 5_000 };
   }
 
   async define(keyword: string, opts: { signal?: AbortSignal } = {}): Promise<string | null> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.attempt(keyword, opts.signal);
-      } catch (err) {
-        const failure = toFailure(err, opts.signal);
-        if (!failure.retryable || attempt >= this.options.retries) throw failure;
-        await sleep(this.backoff(attempt, failure), undefined, { signal: opts.signal }).catch(() => {
-          throw new DefinitionProviderError('unavailable', 'Definition lookup was aborted');
-        });
-      }
-    }
-  }
-
-  private backoff(attempt: number, err: Failure): number {
-    const base = this.options.backoffBaseMs ?? 200;
-    const max = this.options.backoffMaxMs ?? 5_000;
-    const exp = base * 2 ** attempt;
-    return Math.min(max, Math.max(exp / 2 + Math.random() * (exp / 2), err.retryAfterMs ?? 0));
-  }
-
-  private async attempt(keyword: string, outer?: AbortSignal): Promise<string | null> {
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
-    const signal = outer ? AbortSignal.any([outer, timeout]) : timeout;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
-    const res = await fetch(this.endpoint, {
-      method: 'POST',
-      headers,
+    const { signal } = opts;
+    return withRetries(
+      () => this.attempt(keyword, signal),
+      (err) => toFailure(err, signal),
+      this.policy,
       signal,
-      body: JSON.stringify({
-        model: this.options.model,
-        temperature: 0.2,
-        max_tokens: 300,
-        messages: [
-          { role: 'system', content: SYSTEM_PROMPT },
-          // The keyword is data, not instructions: quoted and labelled.
-          { role: 'user', content: `Term: ${JSON.stringify(keyword)}` },
-        ],
-      }),
-    });
-    const text = await res.text();
-    if (!res.ok) throw httpFailure(res.status, res.headers.get('retry-after'));
+      () => new DefinitionProviderError('unavailable', 'Definition lookup was aborted'),
+    );
+  }
+
+  private async attempt(keyword: string, signal?: AbortSignal): Promise<string | null> {
+    const { model, apiKey, timeoutMs } = this.options;
+    const request = {
+      model,
+      temperature: 0.2,
+      max_tokens: 300,
+      messages: [
+        { role: 'system', content: SYSTEM_PROMPT },
+        // The keyword is data, not instructions: quoted and labelled.
+        { role: 'user', content: `Term: ${JSON.stringify(keyword)}` },
+      ],
+    };
+    const res = await postJson(this.endpoint, request, { apiKey, timeoutMs, signal });
+    if (!res.ok) throw httpFailure(res);
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(res.text);
     } catch {
       throw failure('failed', 'Definition provider returned invalid JSON', false);
     }
@@ -102,19 +86,17 @@ function failure(kind: 'failed' | 'unavailable', message: string, retryable: boo
   return err;
 }
 
-function httpFailure(status: number, retryAfter: string | null): Failure {
+function httpFailure({ status, retryAfterMs }: HttpReply): Failure {
   const retryable = status === 429 || status === 408 || status >= 500;
   const err = failure(retryable ? 'unavailable' : 'failed', `Definition provider answered HTTP ${status}`, retryable);
-  const seconds = retryAfter === null ? NaN : Number(retryAfter);
-  if (Number.isFinite(seconds) && seconds >= 0) err.retryAfterMs = seconds * 1000;
+  err.retryAfterMs = retryAfterMs;
   return err;
 }
 
 function toFailure(err: unknown, outer?: AbortSignal): Failure {
   if (err instanceof DefinitionProviderError) return err as Failure;
   if (outer?.aborted) return failure('unavailable', 'Definition lookup was aborted', false, err);
-  const name = (err as { name?: string })?.name;
-  if (name === 'TimeoutError' || name === 'AbortError') return failure('unavailable', 'Definition provider timed out', true, err);
+  if (isTimeout(err)) return failure('unavailable', 'Definition provider timed out', true, err);
   return failure('unavailable', 'Definition provider unreachable', true, err);
 }
 

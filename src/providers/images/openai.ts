@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { endpointUrl, isTimeout, postJson, upstreamMessage, withRetries, type HttpReply, type RetryPolicy, type RetryableFailure } from '../openai-http.js';
 import { ProviderError, type GenerateOptions, type GeneratedImage, type ImageProvider } from './types.js';
 
 export interface OpenAiImageProviderOptions {
@@ -25,56 +25,31 @@ export interface OpenAiImageProviderOptions {
 export class OpenAiImageProvider implements ImageProvider {
   readonly name = 'openai';
   private readonly endpoint: string;
+  private readonly policy: RetryPolicy;
 
   constructor(private readonly options: OpenAiImageProviderOptions) {
-    this.endpoint = `${options.baseUrl.replace(/\/+$/, '')}/images/generations`;
+    this.endpoint = endpointUrl(options.baseUrl, 'images/generations');
+    this.policy = { retries: options.retries, backoffBaseMs: options.backoffBaseMs ?? 250, backoffMaxMs: options.backoffMaxMs ?? 10_000 };
   }
 
   async generate(prompt: string, options: GenerateOptions = {}): Promise<GeneratedImage> {
-    const { retries } = this.options;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.attempt(prompt, options.signal);
-      } catch (err) {
-        const pe = toProviderError(err, options.signal);
-        if (!pe.retryable || attempt >= retries) throw pe;
-        await sleep(this.backoff(attempt, pe), undefined, { signal: options.signal }).catch(() => {
-          throw new ProviderError('provider_aborted', 'Image generation was aborted');
-        });
-      }
-    }
-  }
-
-  private backoff(attempt: number, err: ProviderError & { retryAfterMs?: number }): number {
-    const base = this.options.backoffBaseMs ?? 250;
-    const max = this.options.backoffMaxMs ?? 10_000;
-    const exp = base * 2 ** attempt;
-    const jittered = exp / 2 + Math.random() * (exp / 2);
-    return Math.min(max, Math.max(jittered, err.retryAfterMs ?? 0));
-  }
-
-  private async attempt(prompt: string, outer?: AbortSignal): Promise<GeneratedImage> {
-    const timeout = AbortSignal.timeout(this.options.timeoutMs);
-    const signal = outer ? AbortSignal.any([outer, timeout]) : timeout;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
-    const res = await fetch(this.endpoint, {
-      method: 'POST',
-      headers,
+    const { signal } = options;
+    return withRetries(
+      () => this.attempt(prompt, signal),
+      (err) => toProviderError(err, signal),
+      this.policy,
       signal,
-      body: JSON.stringify({
-        model: this.options.model,
-        prompt,
-        n: 1,
-        size: this.options.size,
-        response_format: 'b64_json',
-      }),
-    });
-    const text = await res.text();
-    if (!res.ok) throw httpError(res.status, text, res.headers.get('retry-after'));
+      () => new ProviderError('provider_aborted', 'Image generation was aborted'),
+    );
+  }
+
+  private async attempt(prompt: string, signal?: AbortSignal): Promise<GeneratedImage> {
+    const { model, size, apiKey, timeoutMs } = this.options;
+    const res = await postJson(this.endpoint, { model, prompt, n: 1, size, response_format: 'b64_json' }, { apiKey, timeoutMs, signal });
+    if (!res.ok) throw httpError(res);
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(res.text);
     } catch {
       throw new ProviderError('provider_bad_response', 'Image provider returned invalid JSON', { status: res.status });
     }
@@ -89,36 +64,21 @@ export class OpenAiImageProvider implements ImageProvider {
   }
 }
 
-function httpError(status: number, body: string, retryAfter: string | null): ProviderError {
-  const upstream = upstreamMessage(body);
+function httpError({ status, text, retryAfterMs }: HttpReply): ProviderError & RetryableFailure {
+  const upstream = upstreamMessage(text);
   const suffix = upstream ? `: ${upstream}` : '';
-  let err: ProviderError & { retryAfterMs?: number };
+  let err: ProviderError & RetryableFailure;
   if (status === 429) err = new ProviderError('provider_rate_limited', `Image provider rate limited (HTTP 429)${suffix}`, { status });
   else if (status >= 500 || status === 408) err = new ProviderError('provider_server_error', `Image provider failed (HTTP ${status})${suffix}`, { status });
   else err = new ProviderError('provider_rejected', `Image provider rejected the request (HTTP ${status})${suffix}`, { status });
-  const seconds = retryAfter === null ? NaN : Number(retryAfter);
-  if (Number.isFinite(seconds) && seconds >= 0) err.retryAfterMs = seconds * 1000;
+  err.retryAfterMs = retryAfterMs;
   return err;
 }
 
-/** The `error.message` of an OpenAI-style error body, shortened; upstream bodies can be large HTML pages. */
-function upstreamMessage(body: string): string {
-  try {
-    const msg = (JSON.parse(body) as { error?: { message?: unknown } })?.error?.message;
-    if (typeof msg === 'string') return msg.slice(0, 200);
-  } catch {
-    // not JSON: fall through
-  }
-  return '';
-}
-
-function toProviderError(err: unknown, outer?: AbortSignal): ProviderError {
+function toProviderError(err: unknown, outer?: AbortSignal): ProviderError & RetryableFailure {
   if (err instanceof ProviderError) return err;
   if (outer?.aborted) return new ProviderError('provider_aborted', 'Image generation was aborted', { cause: err });
-  const name = (err as { name?: string })?.name;
-  if (name === 'TimeoutError' || name === 'AbortError') {
-    return new ProviderError('provider_timeout', 'Image provider timed out', { cause: err });
-  }
+  if (isTimeout(err)) return new ProviderError('provider_timeout', 'Image provider timed out', { cause: err });
   return new ProviderError('provider_network_error', 'Image provider unreachable', { cause: err });
 }
 
