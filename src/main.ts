@@ -11,7 +11,7 @@ import { connectDatabase } from './data/connection.js';
 import { startEmbeddedMongo, type EmbeddedMongo } from './embedded-mongo/index.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
-import { startImageWorker, type RunningWorker } from '../workers/image-worker.js';
+import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
 
 const DEMO_CREDITS = 100;
 
@@ -44,15 +44,7 @@ async function main(): Promise<void> {
   }
   let worker: RunningWorker | undefined;
   if (config.IN_PROCESS_WORKER) {
-    worker = await startImageWorker({
-      queue: services.imageJobs.queue,
-      runner: services.imageJobs.runner,
-      sweeper: services.imageJobs.sweeper,
-      concurrency: config.WORKER_CONCURRENCY,
-      lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
-      sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
-      log: app.log,
-    });
+    worker = await startConfiguredImageWorker(config, services.imageJobs, app.log);
   }
 
   let stopping = false;

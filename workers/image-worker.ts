@@ -1,8 +1,10 @@
 import type { Job } from 'agenda';
+import type { Config } from '../src/config.js';
 import type { ImageRunner } from '../src/domain/jobs/runner.js';
 import type { JobSweeper } from '../src/domain/jobs/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
 import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
+import type { ImageJobsModule } from '../src/queue/image-jobs.js';
 
 export interface ImageWorkerOptions {
   queue: ImageQueue;
@@ -32,6 +34,19 @@ const RETRY_DELAYS_MS = [1_000, 2_000, 4_000, 8_000, 16_000, 30_000];
 export interface RunningWorker {
   /** Stops taking work and waits for running images to finish (SIGTERM). */
   stop(timeoutMs?: number): Promise<void>;
+}
+
+/** A worker on the image jobs module, tuned by the configuration (gateway in-process and standalone alike). */
+export function startConfiguredImageWorker(config: Config, imageJobs: ImageJobsModule, log: Logger): Promise<RunningWorker> {
+  return startImageWorker({
+    queue: imageJobs.queue,
+    runner: imageJobs.runner,
+    sweeper: imageJobs.sweeper,
+    concurrency: config.WORKER_CONCURRENCY,
+    lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
+    sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
+    log,
+  });
 }
 
 /**

@@ -6,7 +6,7 @@ import { loadConfig, ConfigError } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
 import { buildServices } from '../src/services.js';
 import type { Logger } from '../src/domain/logger.js';
-import { startImageWorker } from './image-worker.js';
+import { startConfiguredImageWorker } from './image-worker.js';
 
 function jsonLogger(level: string): Logger {
   const quiet = level === 'silent' || level === 'fatal' || level === 'error';
@@ -28,15 +28,7 @@ async function main(): Promise<void> {
   }
   const connection = await connectDatabase(config.MONGODB_URI, { serverSelectionTimeoutMS: 10_000 });
   const services = await buildServices(config, { connection, logger: log });
-  const worker = await startImageWorker({
-    queue: services.imageJobs.queue,
-    runner: services.imageJobs.runner,
-    sweeper: services.imageJobs.sweeper,
-    concurrency: config.WORKER_CONCURRENCY,
-    lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
-    sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
-    log,
-  });
+  const worker = await startConfiguredImageWorker(config, services.imageJobs, log);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
