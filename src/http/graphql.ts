@@ -102,6 +102,10 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     persistedQueries: false,
     allowBatchedHttpRequests: false,
     includeStacktraceInErrorResponses: false,
+    // The gateway's own SIGTERM handler closes Fastify, which stops Apollo (preClose below). Apollo's
+    // handler (on by default outside NODE_ENV=test) would start a second stop that never settles and
+    // hold the shutdown until Fastify's close timeout.
+    stopOnTerminationSignals: false,
     validationRules: protection.validationRules,
     parseOptions: { maxTokens: config.GRAPHQL_MAX_TOKENS },
     formatError: formatGraphQLError,

@@ -52,7 +52,8 @@ async function stop(child: ChildProcess): Promise<number | null> {
   return code;
 }
 
-const env = () => ({ PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false' });
+// NODE_ENV as a newcomer has it (vitest sets `test`, under which some libraries skip their signal handlers).
+const env = () => ({ NODE_ENV: 'development', PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false' });
 
 describe('npm start', () => {
   it('starts the embedded database, prints a demo key once, persists, and stops on SIGTERM', async () => {
