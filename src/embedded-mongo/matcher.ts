@@ -60,6 +60,9 @@ function isSimpleValue(v: unknown): boolean {
 }
 
 function eqOne(v: any, x: any): boolean {
+  // Strings and plain numbers (the common array elements: op ids, tags) compare directly.
+  if (typeof x === 'string') return v === x;
+  if (typeof x === 'number' && typeof v === 'number') return v === x || (v !== v && x !== x);
   if (x === null || x === undefined) return v === null || v === undefined;
   if (v === undefined) return false;
   return typeRank(v) === typeRank(x) && compareValues(v, x) === 0;

@@ -151,10 +151,10 @@ function applyPush(arr: any[], items: any[], mods: Doc): void {
     }
   }
   if (mods.$slice !== undefined) {
+    // In place: keep the first n elements, or the last -n (a capped log drops from the front).
     const n = Number(mods.$slice);
-    const kept = n >= 0 ? arr.slice(0, n) : n === 0 ? [] : arr.slice(Math.max(0, arr.length + n));
-    arr.length = 0;
-    arr.push(...kept);
+    if (n >= 0) arr.length = Math.min(arr.length, n);
+    else if (arr.length > -n) arr.splice(0, arr.length + n);
   }
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
@@ -117,6 +117,9 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
       logMaskedErrors(log),
       // No landing page: it loads a web IDE from a CDN, and the gateway is an API.
       ApolloServerPluginLandingPageDisabled(),
+      // No cache hints (every operation is per caller and charged): without this default plugin Apollo
+      // does not wrap every field resolver to collect them.
+      ApolloServerPluginCacheControlDisabled(),
     ],
   });
   await apollo.start();
