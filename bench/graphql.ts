@@ -8,6 +8,7 @@
 //  2. throughput of the `lookup` mutation over HTTP against REST `POST /api/playground/query`, same
 //     gateway, same client, alternating rounds.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -178,9 +179,21 @@ async function pushLatency(base: string, key: string): Promise<{ latencies: numb
   return { latencies, messages, jobs: JOBS };
 }
 
-async function throughput(name: string, fn: () => Promise<boolean>): Promise<{ name: string; rps: number; p50: number; p99: number; failed: number }> {
+/** CPU microseconds (user + system) a child process has used so far (Linux /proc; USER_HZ = 100). */
+function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function throughput(
+  name: string,
+  fn: () => Promise<boolean>,
+  gatewayPid: number,
+): Promise<{ name: string; rps: number; p50: number; p99: number; failed: number; gatewayMicros: number }> {
   const times: number[] = [];
   let failed = 0;
+  const cpu0 = cpuMicros(gatewayPid);
   const end = performance.now() + SECONDS * 1000;
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -192,8 +205,9 @@ async function throughput(name: string, fn: () => Promise<boolean>): Promise<{ n
       }
     }),
   );
+  const gatewayMicros = (cpuMicros(gatewayPid) - cpu0) / times.length;
   times.sort((a, b) => a - b);
-  return { name, rps: times.length / SECONDS, p50: pct(times, 50), p99: pct(times, 99), failed };
+  return { name, rps: times.length / SECONDS, p50: pct(times, 50), p99: pct(times, 99), failed, gatewayMicros };
 }
 
 async function main() {
@@ -226,15 +240,20 @@ async function main() {
   const gqlBody = JSON.stringify({ query: 'mutation($k: String!) { lookup(keyword: $k) { keyword definition credits } }', variables: { k: 'serendipity' } });
   const gql = () => post(gw.base, '/graphql', gqlBody, key).then((r) => r.status === 200 && !r.text.includes('"errors"'));
   // Warm-up (JIT, definition cache, connection pool), then alternate so drift hits both alike.
-  await throughput('warm-up', rest);
-  await throughput('warm-up', gql);
+  const pid = gw.child.pid!;
+  await throughput('warm-up', rest, pid);
+  await throughput('warm-up', gql, pid);
   const rounds: Awaited<ReturnType<typeof throughput>>[] = [];
-  for (let i = 0; i < 2; i++) rounds.push(await throughput('REST POST /api/playground/query', rest), await throughput('GraphQL mutation lookup', gql));
+  for (let i = 0; i < 2; i++) rounds.push(await throughput('REST POST /api/playground/query', rest, pid), await throughput('GraphQL mutation lookup', gql, pid));
   console.log(`lookup throughput: ${CONCURRENCY} concurrent clients, ${SECONDS} s per round, 2 rounds each`);
   for (const name of ['REST POST /api/playground/query', 'GraphQL mutation lookup']) {
     const rs = rounds.filter((r) => r.name === name);
     const rps = rs.reduce((a, r) => a + r.rps, 0) / rs.length;
-    console.log(`  ${name.padEnd(32)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${Math.max(...rs.map((r) => r.p50)).toFixed(1)} ms  p99 ${Math.max(...rs.map((r) => r.p99)).toFixed(1)} ms  failed ${rs.reduce((a, r) => a + r.failed, 0)}`);
+    const cpu = rs.reduce((a, r) => a + r.gatewayMicros, 0) / rs.length;
+    console.log(
+      `  ${name.padEnd(32)} ${rps.toFixed(0).padStart(6)} req/s  p50 ${Math.max(...rs.map((r) => r.p50)).toFixed(1)} ms  ` +
+        `p99 ${Math.max(...rs.map((r) => r.p99)).toFixed(1)} ms  gateway CPU ${cpu.toFixed(0)} µs/req  failed ${rs.reduce((a, r) => a + r.failed, 0)}`,
+    );
   }
   const avg = (n: string) => rounds.filter((r) => r.name === n).reduce((a, r) => a + r.rps, 0) / 2;
   console.log(`  GraphQL / REST = ${((100 * avg('GraphQL mutation lookup')) / avg('REST POST /api/playground/query')).toFixed(0)}%`);
