@@ -20,7 +20,7 @@ const AGENDA_JOBS = Number(process.env.BENCH_AGENDA_JOBS ?? 10_000);
 function startServer(): Promise<{ child: ChildProcess; uri: string }> {
   return new Promise((resolve, reject) => {
     // node --import tsx keeps the server in one process whose CPU time /proc reports.
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx/esm', cli, '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -92,7 +92,7 @@ async function crudFigures(uri: string, pid: number, size: number): Promise<{ fa
 
 function runWorker(uri: string, dbName: string, name: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, uri, dbName, name, 'noop'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx/esm', worker, uri, dbName, name, 'noop'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(out.trim().split('\n').pop()!).processed) : reject(new Error(`worker exited ${code}`))));

@@ -88,14 +88,14 @@ async function client(): Promise<void> {
 
   let uri = process.env.MONGODB_URI;
   if (!uri) {
-    const db = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'src/embedded-mongo/cli.ts'), '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const db = spawn(process.execPath, ['--import', 'tsx/esm', path.join(root, 'src/embedded-mongo/cli.ts'), '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(db);
     uri = (await firstLine(db, (l) => l.startsWith('MONGODB_URI='))).slice('MONGODB_URI='.length);
     console.log(`embedded database: ${uri} (own process)`);
   }
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const gw = spawn(process.execPath, [...prof, '--import', 'tsx', self, '--server'], {
+  const gw = spawn(process.execPath, [...prof, '--import', 'tsx/esm', self, '--server'], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production' },

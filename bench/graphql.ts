@@ -38,7 +38,7 @@ function run(
   nodeArgs: string[] = [],
 ): Promise<{ child: ChildProcess; match: RegExpExecArray | null }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, script), ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx/esm', path.join(root, script), ...args], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -144,7 +144,7 @@ async function main(): Promise<void> {
 function startWorker(uri: string, name: string): Worker {
   // BENCH_WORKER_NODE_ARGS, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, profiles the workers.
   const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...extra, '--import', 'tsx', 'workers/main.ts'], {
+  const proc = spawn(process.execPath, [...extra, '--import', 'tsx/esm', 'workers/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'info', IMAGE_PROVIDER: 'builtin', NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],
