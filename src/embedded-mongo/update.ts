@@ -193,7 +193,7 @@ function hasArrayPaths(u: Doc): boolean {
 function expandArrayPaths(doc: Doc, u: Doc, arrayFilters: Doc[] | undefined): Doc {
   const filters = new Map<string, (element: unknown) => boolean>();
   for (const f of arrayFilters ?? []) {
-    const ids = new Set(Object.keys(f).map((k) => k.split('.')[0]));
+    const ids = filterIdentifiers(f);
     if (ids.size !== 1) throw new MongoError(9, 'Error parsing array filter: expected a single top-level field name', 'FailedToParse');
     const [id] = ids;
     if (filters.has(id)) throw new MongoError(9, `Found multiple array filters with the same top-level field name ${id}`, 'FailedToParse');
@@ -223,6 +223,18 @@ function expandArrayPaths(doc: Doc, u: Doc, arrayFilters: Doc[] | undefined): Do
     if (!used.has(id)) throw new MongoError(9, `The array filter for identifier '${id}' was not used in the update`, 'FailedToParse');
   }
   return out;
+}
+
+/** The identifiers an array filter names: `e` of `e.k`, also inside `$and`, `$or` and `$nor`. */
+function filterIdentifiers(f: Doc, into = new Set<string>()): Set<string> {
+  for (const [k, v] of Object.entries(f)) {
+    if (k.startsWith('$')) {
+      if (Array.isArray(v)) for (const sub of v) if (isPlainObject(sub)) filterIdentifiers(sub, into);
+    } else {
+      into.add(k.split('.')[0]);
+    }
+  }
+  return into;
 }
 
 function expandPath(value: any, parts: string[], i: number, prefix: string, filters: Map<string, (element: unknown) => boolean>): string[] {

@@ -162,6 +162,8 @@ describe('CRUD semantics', () => {
     expect(changed.modifiedCount).toBe(1);
     expect((await c.findOne({ _id: 1 }))?.items).toEqual([{ k: 'a', v: 11 }, { k: 'C', v: 103, done: true }]);
     await expect(c.updateOne({ _id: 1 }, { $set: { 'items.$[x].v': 0 } })).rejects.toMatchObject({ code: 2 });
+    await c.updateOne({ _id: 1 }, { $inc: { 'items.$[e].v': 1 } }, { arrayFilters: [{ $or: [{ 'e.k': 'a' }, { 'e.v': { $gt: 100 } }] }] });
+    expect((await c.findOne({ _id: 1 }))?.items.map((i) => i.v)).toEqual([12, 104]);
     await c.updateOne({ _id: 1 }, { $pull: { items: { k: 'C' } } });
     // A capped log, as the credit ledger keeps its recent operation ids.
     await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['d', 'e'], $slice: -3 } } });
