@@ -2,16 +2,15 @@
 // The server runs in its own process so its CPU time can be read from /proc; prints guarded
 // findOneAndUpdate by _id and insertOne at 10 and at 100,000 documents, and Agenda drain rates.
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MongoClient, ObjectId, type Collection } from 'mongodb';
+import { cpuMicros } from './proc-cpu.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const cli = path.join(root, 'src', 'embedded-mongo', 'cli.ts');
 const worker = path.join(root, 'test', 'embedded-mongo', 'fixtures', 'agenda-worker.ts');
-const CLK_TCK = 100; // Linux USER_HZ
 
 const OPS = Number(process.env.BENCH_OPS ?? 10_000);
 const CONCURRENCY = 16;
@@ -29,13 +28,6 @@ function startServer(): Promise<{ child: ChildProcess; uri: string }> {
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
-}
-
-/** CPU microseconds (user + system) the process has used so far. */
-function cpuMicros(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
 
 async function runConcurrent(total: number, op: (i: number) => Promise<unknown>): Promise<void> {

@@ -14,6 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { cpuMicros } from './proc-cpu.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const self = fileURLToPath(import.meta.url);
@@ -117,9 +118,9 @@ async function client(): Promise<void> {
   const scenarios = only === undefined ? all : [all[Number(only)]!];
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
   const measure = async (urlPath: string, secs: number): Promise<Result> => {
-    const [g0, d0] = [await gatewayCpu(info.port, agent), await processCpuUs(dbPid)];
+    const [g0, d0] = [await gatewayCpu(info.port, agent), cpuMicros(dbPid)];
     const res = await load(info.port, urlPath, info.key, words, agent, concurrency, secs);
-    const [g1, d1] = [await gatewayCpu(info.port, agent), await processCpuUs(dbPid)];
+    const [g1, d1] = [await gatewayCpu(info.port, agent), cpuMicros(dbPid)];
     return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
   };
   // Warm-up: JIT, connection pools, the definition cache for every word, the accounts' op lists.
@@ -219,18 +220,6 @@ async function gatewayCpu(port: number, agent: http.Agent): Promise<number> {
       })
       .on('error', reject);
   });
-}
-
-/** utime + stime of a local process, in microseconds (Linux /proc); 0 elsewhere. */
-async function processCpuUs(pid: number | undefined): Promise<number> {
-  if (!pid) return 0;
-  try {
-    const { readFile } = await import('node:fs/promises');
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 function median(values: number[]): number {

@@ -8,13 +8,13 @@
 //  2. throughput of the `lookup` mutation over HTTP against REST `POST /api/playground/query`, same
 //     gateway, same client, alternating rounds.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { cpuMicros } from './proc-cpu.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const JOBS = Number(process.env.BENCH_JOBS ?? 40);
@@ -177,13 +177,6 @@ async function pushLatency(base: string, key: string): Promise<{ latencies: numb
   await client.dispose();
   latencies.sort((a, b) => a - b);
   return { latencies, messages, jobs: JOBS };
-}
-
-/** CPU microseconds (user + system) a child process has used so far (Linux /proc; USER_HZ = 100). */
-function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 async function throughput(

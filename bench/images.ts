@@ -9,13 +9,13 @@
  * BENCH_WORKER_NODE_ARGS (extra node flags for the workers, e.g. --cpu-prof).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
 import { startEmbeddedMongo, type EmbeddedMongo } from '../src/embedded-mongo/index.js';
 import { buildApp } from '../src/http/app.js';
 import { buildServices } from '../src/services.js';
+import { cpuMicros } from './proc-cpu.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
@@ -168,13 +168,6 @@ function startWorker(uri: string, name: string): Worker {
 async function stopWorker(w: Worker): Promise<void> {
   w.proc.kill('SIGTERM');
   await w.exited;
-}
-
-/** CPU microseconds (user + system) a child process has used so far (Linux /proc; USER_HZ = 100). */
-function cpuMicros(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 function pct(values: number[], p: number): number {
