@@ -171,9 +171,10 @@ function oneImage(index: number): Record<string, unknown> {
   return { images: { $slice: [index, 1] } };
 }
 
+/** A document read with `oneImage`: the job's own fields and its only image. */
 function toTransition(doc: JobDoc): ImageTransition {
-  const { _id, images, ...rest } = doc;
-  return { job: { id: _id, ...rest, completedAt: rest.completedAt ?? null }, image: toImage(images[0]) };
+  const { images, ...job } = toJobRecord(doc);
+  return { job, image: images[0] };
 }
 
 function toDoc(job: JobRecord): JobDoc {

@@ -76,7 +76,7 @@ function sliceArray(a: unknown[], { skip, limit }: Slice): unknown[] {
   return a.slice(start, start + limit);
 }
 
-/** Applies a slice in place on a projected copy (objects on the path are copied, never the stored ones). */
+/** The document with one array sliced; objects on the path are copied, the stored ones never change. */
 function applySlice(v: any, slice: Slice, depth = 0): any {
   if (Array.isArray(v)) return depth === 0 ? v : v.map((x) => (isPlainObject(x) ? applySlice(x, slice, depth) : x));
   if (!isPlainObject(v)) return v;
