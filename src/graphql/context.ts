@@ -36,9 +36,16 @@ export interface GraphQLContext {
  * a longer cache would serve one caller's view to another or stale balances after a charge.
  */
 export function createLoaders(services: GraphQLServices, principal: Principal, urls: JobUrlContext): Loaders {
+  // Built on first use: most operations (a lookup, a generate) never load anything.
+  let balances: Loaders['balances'] | undefined;
+  let jobs: Loaders['jobs'] | undefined;
   return {
-    balances: new DataLoader<string, number | null>((ids) => services.balances.balances(ids)),
-    jobs: new DataLoader<string, JobView | null>((ids) => services.jobs.getMany(principal, ids, urls)),
+    get balances() {
+      return (balances ??= new DataLoader<string, number | null>((ids) => services.balances.balances(ids)));
+    },
+    get jobs() {
+      return (jobs ??= new DataLoader<string, JobView | null>((ids) => services.jobs.getMany(principal, ids, urls)));
+    },
   };
 }
 

@@ -79,6 +79,24 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   return withPlace(INTERNAL, formatted);
 }
 
+export type ErrorFormatter = (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+
+/** graphql-js' "Did you mean …?" hints: field, argument, type and enum value names of the schema. */
+const SUGGESTION = /\s*Did you mean [^?]*\?/g;
+
+/**
+ * formatGraphQLError for one deployment. With introspection off, graphql-js' suggestions would reveal
+ * the schema piece by piece, so they are cut from client errors (HTTP and WebSocket alike).
+ */
+export function errorFormatter(opts: { hideSuggestions: boolean }): ErrorFormatter {
+  if (!opts.hideSuggestions) return formatGraphQLError;
+  return (formatted, error) => {
+    const result = formatGraphQLError(formatted, error);
+    const message = result.message.replace(SUGGESTION, '');
+    return message === result.message ? result : { ...result, message };
+  };
+}
+
 /** A context-creation failure (authentication) as a request-level error with the catalog's HTTP status. */
 export function toRequestError(err: AppError): GraphQLError {
   const headers = new Map<string, string>();

@@ -2,7 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
-import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
@@ -26,7 +30,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
 import type { Principal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
-import { appErrorOf, formatGraphQLError, isMaskedError, toRequestError } from '../graphql/errors.js';
+import { appErrorOf, errorFormatter, formatGraphQLError, isMaskedError, toRequestError, type ErrorFormatter } from '../graphql/errors.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
 
 /**
@@ -89,9 +93,11 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     // Tokens are limited by graphql-js' own parser option (parseOptions below): armor's token plugin
     // turns every syntax error into a 500.
     maxTokens: { enabled: false },
-    // With introspection off, "Did you mean …" would leak the schema anyway.
-    blockFieldSuggestion: { enabled: !config.GRAPHQL_INTROSPECTION },
+    // Suggestions are hidden by formatError below, for WebSocket results too (armor's plugin only
+    // covers Apollo's HTTP pipeline).
+    blockFieldSuggestion: { enabled: false },
   });
+  const formatError = errorFormatter({ hideSuggestions: !config.GRAPHQL_INTROSPECTION });
   const protection = armor.protect();
 
   const apollo = new ApolloServer<GraphQLContext>({
@@ -108,7 +114,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     stopOnTerminationSignals: false,
     validationRules: protection.validationRules,
     parseOptions: { maxTokens: config.GRAPHQL_MAX_TOKENS },
-    formatError: formatGraphQLError,
+    formatError,
     // Cast: armor resolves @apollo/server's CommonJS typings, structurally the same plugins.
     plugins: [
       ...(protection.plugins as unknown as ApolloServerPlugin<GraphQLContext>[]),
@@ -120,6 +126,8 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
       // No cache hints (every operation is per caller and charged): without this default plugin Apollo
       // does not wrap every field resolver to collect them.
       ApolloServerPluginCacheControlDisabled(),
+      // Not a federated subgraph: no traces to inline (Apollo would otherwise check on every request).
+      ApolloServerPluginInlineTraceDisabled(),
     ],
   });
   await apollo.start();
@@ -158,7 +166,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     scope.route({ method: ['GET', 'POST'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
   });
 
-  const ws = await attachWebSocket(app, schema, protection.validationRules, { ...opts, services }, baseUrlOf, log);
+  const ws = await attachWebSocket(app, schema, protection.validationRules, { ...opts, services }, baseUrlOf, formatError, log);
 
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -209,17 +217,15 @@ async function authenticateHttp(services: GraphQLServices, request: FastifyReque
 
 /** Logs every error that reaches the client masked, with the request id to find it by. */
 function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
-  return {
-    async requestDidStart() {
-      return {
-        async didEncounterErrors({ errors, contextValue }) {
-          for (const err of errors) {
-            if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
-          }
-        },
-      };
+  // One listener for every request: it keeps no state of its own.
+  const listener = {
+    async didEncounterErrors({ errors, contextValue }: { errors: readonly GraphQLError[]; contextValue?: GraphQLContext }) {
+      for (const err of errors) {
+        if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
+      }
     },
   };
+  return { requestDidStart: async () => listener };
 }
 
 async function attachWebSocket(
@@ -228,6 +234,7 @@ async function attachWebSocket(
   armorRules: readonly ValidationRule[],
   opts: GraphQLDoorOptions,
   baseUrlOf: NonNullable<GraphQLDoorOptions['baseUrlOf']>,
+  formatError: ErrorFormatter,
   log: FastifyBaseLogger,
 ): Promise<{ close(): Promise<void> }> {
   const { config, services } = opts;
@@ -326,11 +333,11 @@ async function attachWebSocket(
         };
       },
       onNext(_ctx, _id, _payload, args, result) {
-        return formatResult(result as ExecutionResult, (args.contextValue as GraphQLContext).requestId, log);
+        return formatResult(result as ExecutionResult, (args.contextValue as GraphQLContext).requestId, formatError, log);
       },
       onError(ctx, id, _payload, errors) {
         const requestId = `${(ctx.extra as WsExtra).state?.connectionId}/${id}`;
-        return errors.map((e) => formatAndLog(e, requestId, log));
+        return errors.map((e) => formatAndLog(e, requestId, formatError, log));
       },
       onComplete(ctx) {
         const state = (ctx.extra as WsExtra).state;
@@ -367,14 +374,14 @@ function clientError(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
 }
 
-function formatAndLog(error: GraphQLError, requestId: string, log: FastifyBaseLogger) {
+function formatAndLog(error: GraphQLError, requestId: string, formatError: ErrorFormatter, log: FastifyBaseLogger) {
   if (isMaskedError(error)) log.error({ err: error.originalError ?? error, requestId }, 'graphql-ws: masked internal error');
-  return formatGraphQLError(error.toJSON(), error);
+  return formatError(error.toJSON(), error);
 }
 
-function formatResult(result: ExecutionResult, requestId: string, log: FastifyBaseLogger) {
+function formatResult(result: ExecutionResult, requestId: string, formatError: ErrorFormatter, log: FastifyBaseLogger) {
   if (!result.errors?.length) return result;
-  return { ...result, errors: result.errors.map((e) => formatAndLog(e, requestId, log)) } as unknown as ExecutionResult;
+  return { ...result, errors: result.errors.map((e) => formatAndLog(e, requestId, formatError, log)) } as unknown as ExecutionResult;
 }
 
 function isEncrypted(req: IncomingMessage): boolean {
