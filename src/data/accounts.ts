@@ -37,20 +37,18 @@ export class MongoAccountStore implements AccountStore {
     return (await this.collection.findOne({}, { projection: { _id: 1 } })) === null;
   }
 
-  async apply(accountId: string, delta: number, opId: string): Promise<ApplyResult> {
+  async apply(accountId: string, delta: number, opId: string | null): Promise<ApplyResult> {
     const _id = toObjectId(accountId);
     if (!_id) return { kind: 'unknown_account' };
-    const filter: Record<string, unknown> = { _id, ops: { $ne: opId } };
+    const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ops: { $ne: opId } };
     // The guard: a charge only matches while the balance covers it, so it can never go below zero.
     if (delta < 0) filter.credits = { $gte: -delta };
-    const after = await this.collection.findOneAndUpdate(
-      filter,
-      { $inc: { credits: delta }, $push: { ops: { $each: [opId], $slice: -OPS_KEPT } }, $set: { updatedAt: new Date() } },
-      { returnDocument: 'after', projection: { credits: 1 } },
-    );
+    const update: Record<string, unknown> = { $inc: { credits: delta }, $set: { updatedAt: new Date() } };
+    if (opId !== null) update.$push = { ops: { $each: [opId], $slice: -OPS_KEPT } };
+    const after = await this.collection.findOneAndUpdate(filter, update, { returnDocument: 'after', projection: { credits: 1 } });
     if (after) return { kind: 'applied', balance: after.credits };
     // No match: tell apart an operation already applied, a balance too low and an unknown account.
-    const applied = await this.collection.findOne({ _id, ops: opId }, { projection: { credits: 1 } });
+    const applied = opId === null ? null : await this.collection.findOne({ _id, ops: opId }, { projection: { credits: 1 } });
     if (applied) return { kind: 'already_applied', balance: applied.credits };
     const state = await this.collection.findOne({ _id }, { projection: { credits: 1 } });
     return state ? { kind: 'insufficient', balance: state.credits } : { kind: 'unknown_account' };
@@ -65,6 +63,11 @@ export class MongoAccountStore implements AccountStore {
     );
     if (res.matchedCount === 1) return 'voided';
     return (await this.collection.countDocuments({ _id }, { limit: 1 })) ? 'already_applied' : 'unknown_account';
+  }
+
+  async settle(accountId: string, opId: string): Promise<void> {
+    const _id = toObjectId(accountId);
+    if (_id) await this.collection.updateOne({ _id, ops: opId }, { $pull: { ops: opId } });
   }
 
   async balances(accountIds: readonly string[]): Promise<(number | null)[]> {

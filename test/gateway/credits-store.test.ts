@@ -47,7 +47,29 @@ describe('MongoAccountStore', () => {
     expect(await store.apply('not-an-id', -1, 'x')).toEqual({ kind: 'unknown_account' });
   });
 
-  it('keeps only the last 1,000 op ids on the account', async () => {
+  it('one-shot changes record nothing, so an unsettled op id outlives any number of them; settle forgets one id', async () => {
+    const a = await store.create('g', 2000, new Date());
+    expect(await store.apply(a.id, -5, 'job:kept')).toEqual({ kind: 'applied', balance: 1995 });
+    expect(await store.apply(a.id, 1, 'refund:kept')).toEqual({ kind: 'applied', balance: 1996 });
+    for (let i = 0; i < 1500; i += 50) await Promise.all(Array.from({ length: 50 }, () => store.apply(a.id, -1, null)));
+    const ops = async () => (await connection.db!.collection('accounts').findOne({ name: 'g' }))!.ops;
+    expect(await ops()).toEqual(['job:kept', 'refund:kept']);
+    // A crash left the charge's outcome unknown: the account still knows it applied.
+    expect(await store.voidOp(a.id, 'job:kept')).toBe('already_applied');
+    expect(await store.apply(a.id, -5, 'job:kept')).toEqual({ kind: 'already_applied', balance: 496 });
+    await store.settle(a.id, 'job:kept');
+    expect(await ops()).toEqual(['refund:kept']);
+    await store.settle(a.id, 'job:never-applied');
+    await store.settle('not-an-id', 'x');
+    expect(await ops()).toEqual(['refund:kept']);
+    // One-shot charges keep the guard: never below zero.
+    const results = await Promise.all(Array.from({ length: 600 }, () => store.apply(a.id, -1, null)));
+    expect(results.filter((r) => r.kind === 'applied')).toHaveLength(496);
+    expect(results.filter((r) => r.kind === 'insufficient')).toHaveLength(104);
+    expect(await store.balances([a.id])).toEqual([0]);
+  });
+
+  it('keeps at most 1,000 unsettled op ids on the account', async () => {
     const a = await store.create('d', 0, new Date());
     for (let i = 0; i < 1010; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => store.apply(a.id, 1, `g-${i + j}`)));
     const doc = await connection.db!.collection('accounts').findOne({ name: 'd' });

@@ -222,9 +222,10 @@ describe('DefinitionLookup', () => {
     return { ...c, provider, lookup, principal, acc, advance: (ms: number) => (now += ms) };
   }
 
-  it('charges one credit and returns the trimmed keyword', async () => {
-    const { lookup, principal } = await setup();
+  it('charges one credit and returns the trimmed keyword; the account records no operation id', async () => {
+    const { lookup, principal, accounts, acc } = await setup();
     expect(await lookup.lookup(principal, ' cat ')).toEqual({ keyword: 'cat', definition: 'definition of cat', credits: 2 });
+    expect(accounts.accounts.get(acc.id)!.ops).toEqual([]);
   });
 
   it('validation comes before the charge', async () => {
@@ -238,11 +239,12 @@ describe('DefinitionLookup', () => {
     ['failed', 'provider_failed'],
     ['crash', 'provider_failed'],
   ] as const)('a provider that is %s → %s, refunded once, audited', async (mode, expected) => {
-    const { lookup, principal, provider, service, audit, acc } = await setup();
+    const { lookup, principal, provider, service, audit, acc, accounts } = await setup();
     provider.mode = mode;
     expect(await code(lookup.lookup(principal, 'cat'))).toBe(expected);
     expect(await service.balances([acc.id])).toEqual([3]);
     expect(audit.entries.filter((e) => e.event === 'credits.refunded')).toHaveLength(1);
+    expect(accounts.accounts.get(acc.id)!.ops).toEqual([]);
   });
 
   it('no definition: a clear text, charged', async () => {

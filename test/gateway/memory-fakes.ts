@@ -22,15 +22,19 @@ export class MemoryAccountStore implements AccountStore {
   async isEmpty() {
     return this.accounts.size === 0;
   }
-  async apply(id: string, delta: number, opId: string): Promise<ApplyResult> {
+  async apply(id: string, delta: number, opId: string | null): Promise<ApplyResult> {
     this.applyCalls++;
     const a = this.accounts.get(id);
     if (!a) return { kind: 'unknown_account' };
-    if (a.ops.includes(opId)) return { kind: 'already_applied', balance: a.credits };
+    if (opId !== null && a.ops.includes(opId)) return { kind: 'already_applied', balance: a.credits };
     if (a.credits + delta < 0) return { kind: 'insufficient', balance: a.credits };
     a.credits += delta;
-    a.ops = [...a.ops, opId].slice(-1000);
+    if (opId !== null) a.ops = [...a.ops, opId].slice(-1000);
     return { kind: 'applied', balance: a.credits };
+  }
+  async settle(id: string, opId: string) {
+    const a = this.accounts.get(id);
+    if (a) a.ops = a.ops.filter((o) => o !== opId);
   }
   async voidOp(id: string, opId: string) {
     const a = this.accounts.get(id);

@@ -1,4 +1,4 @@
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { AppError } from '../../src/domain/errors.js';
 import { ImageRunner } from '../../src/domain/jobs/runner.js';
 import { ImageJobs } from '../../src/domain/jobs/service.js';
@@ -208,13 +208,28 @@ describe('image jobs', () => {
     expect((await sweeper.sweep(new Date(Date.now() + 61_000))).voided).toBe(1);
     expect(jobs.docs.size).toBe(0);
 
-    // The charge applied but the request died before marking the job charged.
-    const { jobId } = await service.create(alice, ['paid']);
-    jobs.docs.get(jobId)!.charged = false;
+    // The charge applied but the request died before marking the job charged (so before settling).
+    vi.spyOn(jobs, 'markCharged').mockRejectedValueOnce(new Error('connection reset'));
+    await expect(service.create(alice, ['paid'])).rejects.toThrow('connection reset');
+    const [paid] = [...jobs.docs.values()];
+    expect(credits.balances.get(alice.accountId)).toBe(9);
     queue.entries.length = 0;
     expect((await sweeper.sweep(new Date(Date.now() + 61_000))).recovered).toBe(1);
-    expect(queue.entries).toEqual([{ jobId, index: 0 }]);
-    expect((await service.get(alice, jobId, ctx)).status).toBe('queued');
+    expect(queue.entries).toEqual([{ jobId: paid.id, index: 0 }]);
+    expect((await service.get(alice, paid.id, ctx)).status).toBe('queued');
+    // Settled once the job records the charge; the void marker of the first job stays.
+    expect(credits.settled).toEqual([`job:${paid.id}`]);
+    expect(credits.ops.get(alice.accountId)).toEqual(new Set([`job:${orphan.id}`]));
+  });
+
+  it('settles the charge once the job records it, and each refund once the job records that', async () => {
+    const { jobId } = await service.create(alice, ['ok', 'reject me']);
+    expect(credits.settled).toEqual([`job:${jobId}`]);
+    expect(credits.ops.get(alice.accountId)).toEqual(new Set());
+    await drain();
+    expect(credits.refunds).toEqual([{ accountId: alice.accountId, opId: `refund:${jobId}:1` }]);
+    expect(credits.settled).toEqual([`job:${jobId}`, `refund:${jobId}:1`]);
+    expect(credits.ops.get(alice.accountId)).toEqual(new Set());
   });
 
   it('sweep: settles a refund left pending and finalizes the job', async () => {

@@ -149,8 +149,17 @@ export class MemoryCredits implements JobCredits {
   }
   async voidOp(accountId: string, opId: string) {
     if (this.applied(accountId).has(opId)) return 'already_applied' as const;
-    this.applied(accountId).add(`void:${opId}`);
+    // The marker is the op id itself (as on the account): a late charge with it then never applies.
+    this.applied(accountId).add(opId);
+    this.voided.add(opId);
     return 'voided' as const;
+  }
+  /** Ids voided; settle never removes these (a charge on its way must still be refused). */
+  readonly voided = new Set<string>();
+  readonly settled: string[] = [];
+  async settle(accountId: string, opId: string) {
+    this.settled.push(opId);
+    this.applied(accountId).delete(opId);
   }
 }
 

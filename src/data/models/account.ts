@@ -6,13 +6,20 @@ export interface AccountDoc {
   name: string;
   /** Integer, never negative: every change is one guarded update (see MongoAccountStore.apply). */
   credits: number;
-  /** Ids of the last balance operations applied or voided: what makes each operation apply at most once. */
+  /**
+   * Ids of balance operations applied or voided whose outcome is not yet recorded elsewhere (settle
+   * removes them): what makes a retried operation apply at most once. One-shot changes (lookups) add none.
+   */
   ops: string[];
   createdAt: Date;
   updatedAt: Date;
 }
 
-/** Operation ids remembered per account. Retries of one operation arrive within seconds, never 1,000 operations later. */
+/**
+ * Upper bound of `ops`. The list holds only unsettled operations (jobs being created, refunds being
+ * recorded) and void markers, so the bound is a guard against ids whose settle was lost in a crash,
+ * not a window: lookups, however many, never push an id out.
+ */
 export const OPS_KEPT = 1000;
 
 const accountSchema = new Schema<AccountDoc>(

@@ -21,10 +21,17 @@ export interface AccountStore {
   isEmpty(): Promise<boolean>;
   /**
    * ONE guarded update: adds `delta` (negative: a charge, which never takes the balance below zero)
-   * and records `opId` on the account, unless `opId` is already recorded. At most once per op id.
+   * and records `opId` on the account, unless `opId` is already recorded: at most once per op id, for
+   * as long as the id stays recorded (until settle). A null opId is a one-shot change that nothing
+   * retries: nothing is recorded.
    */
-  apply(accountId: string, delta: number, opId: string): Promise<ApplyResult>;
+  apply(accountId: string, delta: number, opId: string | null): Promise<ApplyResult>;
   /** Records `opId` without a balance change so it can never apply later; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'>;
+  /**
+   * Forgets `opId`: its outcome is now recorded elsewhere (the job), so nothing will send it again.
+   * Keeps the list of recorded ids to the operations still in flight.
+   */
+  settle(accountId: string, opId: string): Promise<void>;
   balances(accountIds: readonly string[]): Promise<(number | null)[]>;
 }

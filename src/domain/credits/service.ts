@@ -22,9 +22,12 @@ export interface RefundInfo {
 
 /**
  * The only place balances change. Crash safety without transactions: every change is one guarded
- * update that also records its operation id on the account, so a retried operation (after a timeout,
- * a crash, a redelivered job) applies at most once, and voidOp settles an operation whose outcome a
- * crash left unknown.
+ * update. An operation that may be sent again (a job's charge, an image's refund: retried after a
+ * timeout, a crash, a redelivered job) carries an operation id that the same update records on the
+ * account, so it applies at most once; voidOp settles one whose outcome a crash left unknown. The id
+ * stays recorded until its owner has written the outcome down (the job) and calls settle, however
+ * many other operations the account sees meanwhile. A one-shot change (opId null: a lookup's charge
+ * and its immediate refund) records nothing.
  */
 export class CreditService implements CreditBalances {
   private readonly now: () => Date;
@@ -53,8 +56,8 @@ export class CreditService implements CreditBalances {
     return this.deps.accounts.isEmpty();
   }
 
-  /** Deducts `amount` once per opId and returns the balance after it. 402 when the balance is too low (nothing charged). */
-  async charge(accountId: string, amount: number, opId: string): Promise<number> {
+  /** Deducts `amount` (once per opId) and returns the balance after it. 402 when the balance is too low (nothing charged). */
+  async charge(accountId: string, amount: number, opId: string | null): Promise<number> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, -amount, opId);
     switch (result.kind) {
@@ -71,8 +74,8 @@ export class CreditService implements CreditBalances {
     }
   }
 
-  /** Gives `amount` back once per opId, audited. */
-  async refund(accountId: string, amount: number, opId: string, info: RefundInfo, actor?: AuditActor): Promise<void> {
+  /** Gives `amount` back (once per opId), audited. */
+  async refund(accountId: string, amount: number, opId: string | null, info: RefundInfo, actor?: AuditActor): Promise<void> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, amount, opId);
     await this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
@@ -95,6 +98,11 @@ export class CreditService implements CreditBalances {
     return result === 'unknown_account' ? 'voided' : result;
   }
 
+  /** The outcome of `opId` is recorded by its owner: the account need not remember the id any longer. */
+  settle(accountId: string, opId: string): Promise<void> {
+    return this.deps.accounts.settle(accountId, opId);
+  }
+
   balances(accountIds: readonly string[]): Promise<(number | null)[]> {
     return this.deps.accounts.balances(accountIds);
   }
@@ -104,7 +112,7 @@ export class CreditService implements CreditBalances {
     event: 'credits.granted' | 'credits.refunded',
     accountId: string,
     amount: number,
-    opId: string,
+    opId: string | null,
     details: Record<string, unknown> | null,
     actor: AuditActor,
   ): Promise<number> {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { AppError } from '../errors.js';
 import type { DefinitionResult, DefinitionService } from '../ports.js';
 import type { Principal } from '../principal.js';
@@ -7,8 +6,9 @@ import { parseKeyword } from './validation.js';
 
 /** What a lookup needs of the credit service. */
 export interface LookupCredits {
-  charge(accountId: string, amount: number, opId: string): Promise<number>;
-  refund(accountId: string, amount: number, opId: string, info: { reason: string; keyId: string; keyword: string }): Promise<unknown>;
+  /** opId null: a one-shot charge, never sent again (nothing for the account to remember). */
+  charge(accountId: string, amount: number, opId: null): Promise<number>;
+  refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string; keyword: string }): Promise<unknown>;
 }
 
 export interface DefinitionLookupDeps {
@@ -22,9 +22,6 @@ export interface DefinitionLookupDeps {
 
 export const LOOKUP_COST = 1;
 
-/** Charge operation id of one lookup; its refund, if any, is `refund:<this id>` (so it applies at most once). */
-export const lookupOpId = () => `lookup:${randomUUID()}`;
-
 /**
  * Definition lookup, the same for REST and GraphQL: validate, charge one credit (402 charges nothing),
  * then ask the cache or the provider. A provider failure refunds the credit once and is a 502/503.
@@ -34,17 +31,17 @@ export class DefinitionLookup implements DefinitionService {
 
   async lookup(principal: Principal, input: unknown): Promise<DefinitionResult> {
     const keyword = parseKeyword(input, this.deps.maxKeywordLength);
-    const opId = lookupOpId();
     // Charge first: the balance check and the deduction are one guarded update, so concurrent lookups
-    // can never spend the same credit twice; a failed provider call gives it back below.
-    const credits = await this.deps.credits.charge(principal.accountId, LOOKUP_COST, opId);
+    // can never spend the same credit twice; a failed provider call gives it back below. Neither is
+    // ever sent twice, so neither needs an operation id remembered on the account.
+    const credits = await this.deps.credits.charge(principal.accountId, LOOKUP_COST, null);
     let definition: string;
     try {
       definition = await this.define(keyword);
     } catch (err) {
-      // Whatever the provider threw, the caller got nothing: give the credit back (once, by its own op id).
+      // Whatever the provider threw, the caller got nothing: give the credit back.
       const kind = err instanceof DefinitionProviderError ? err.kind : 'failed';
-      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, `refund:${opId}`, { reason: `provider_${kind}`, keyId: principal.keyId, keyword });
+      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, null, { reason: `provider_${kind}`, keyId: principal.keyId, keyword });
       throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };

@@ -98,6 +98,8 @@ export interface JobCredits {
   refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string; reason: string }): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
+  /** The job now records the outcome of `opId` (charged, refunded): the account may forget the id. */
+  settle(accountId: string, opId: string): Promise<void>;
 }
 
 /** The work queue: one entry per image. */

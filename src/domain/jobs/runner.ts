@@ -96,6 +96,8 @@ export class ImageRunner {
       reason: 'image generation failed',
     });
     const after = await this.deps.jobs.markRefunded(job.id, index, new Date());
+    // The job records the refund (marked here or by whoever got there first): the id may go.
+    await this.deps.credits.settle(job.accountId, refundOpId(job.id, index));
     // null: someone else marked it; they finalize.
     if (after) await this.finalizeIfDone(after.job);
   }

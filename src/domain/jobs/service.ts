@@ -79,6 +79,8 @@ export class ImageJobs implements ImageJobService {
       // charge, so nothing was taken: the client may simply try again.
       throw new AppError('database_unavailable');
     }
+    // The job records the charge now. A failed settle only leaves the id on the account (bounded).
+    await credits.settle(principal.accountId, jobChargeOpId(jobId)).catch(() => undefined);
     await queue.enqueue(
       jobId,
       prompts.map((_, i) => i),

@@ -43,12 +43,17 @@ export class JobSweeper {
       const result = await credits.voidOp(job.accountId, jobChargeOpId(job.id));
       if (result === 'voided') {
         if (await jobs.deleteUncharged(job.id)) report.voided++;
-      } else if (await jobs.markCharged(job.id, new Date())) {
-        await queue.enqueue(
-          job.id,
-          job.images.map((i) => i.index),
-        );
-        report.recovered++;
+      } else {
+        if (await jobs.markCharged(job.id, new Date())) {
+          await queue.enqueue(
+            job.id,
+            job.images.map((i) => i.index),
+          );
+          report.recovered++;
+        }
+        // Charged, and the job says so (marked here or by the request itself): the id may go. A void
+        // marker stays, so that a charge still on its way can never apply.
+        await credits.settle(job.accountId, jobChargeOpId(job.id));
       }
     }
   }
