@@ -16,9 +16,9 @@ export interface AccountDoc {
 }
 
 /**
- * Upper bound of `ops`. The list holds only unsettled operations (jobs being created, refunds being
- * recorded) and void markers, so the bound is a guard against ids whose settle was lost in a crash,
- * not a window: lookups, however many, never push an id out.
+ * Upper bound of `ops`. The list holds unsettled operations (jobs being created, refunds being
+ * recorded), void markers and admin grants, all rare, so the bound guards against ids whose settle was
+ * lost in a crash rather than being a time window: lookups, however many, never push an id out.
  */
 export const OPS_KEPT = 1000;
 
