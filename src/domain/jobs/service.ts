@@ -79,12 +79,13 @@ export class ImageJobs implements ImageJobService {
       // charge, so nothing was taken: the client may simply try again.
       throw new AppError('database_unavailable');
     }
-    // The job records the charge now. A failed settle only leaves the id on the account (bounded).
-    await credits.settle(principal.accountId, jobChargeOpId(jobId)).catch(() => undefined);
     await queue.enqueue(
       jobId,
       prompts.map((_, i) => i),
     );
+    // The job records the charge: the account may forget its id (after the enqueue, so the work
+    // starts first). A failed settle only leaves the id on the account, within its bound.
+    await credits.settle(principal.accountId, jobChargeOpId(jobId)).catch(() => undefined);
     return { jobId, totalImages: n, creditsUsed: n, credits: balance };
   }
 
