@@ -40,29 +40,35 @@ export class MongoAccountStore implements AccountStore {
   async apply(accountId: string, delta: number, opId: string | null): Promise<ApplyResult> {
     const _id = toObjectId(accountId);
     if (!_id) return { kind: 'unknown_account' };
-    const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ops: { $ne: opId } };
+    const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ops: { $nin: [opId, voidMarker(opId)] } };
     // The guard: a charge only matches while the balance covers it, so it can never go below zero.
     if (delta < 0) filter.credits = { $gte: -delta };
     const update: Record<string, unknown> = { $inc: { credits: delta }, $set: { updatedAt: new Date() } };
     if (opId !== null) update.$push = { ops: { $each: [opId], $slice: -OPS_KEPT } };
     const after = await this.collection.findOneAndUpdate(filter, update, { returnDocument: 'after', projection: { credits: 1 } });
     if (after) return { kind: 'applied', balance: after.credits };
-    // No match: tell apart an operation already applied, a balance too low and an unknown account.
-    const applied = opId === null ? null : await this.collection.findOne({ _id, ops: opId }, { projection: { credits: 1 } });
-    if (applied) return { kind: 'already_applied', balance: applied.credits };
-    const state = await this.collection.findOne({ _id }, { projection: { credits: 1 } });
-    return state ? { kind: 'insufficient', balance: state.credits } : { kind: 'unknown_account' };
+    // No match: tell apart an operation already applied or voided, a balance too low and an unknown
+    // account. One read: `ops` holds only operations in flight, so it is short.
+    const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ...(opId === null ? {} : { ops: 1 }) } });
+    if (!state) return { kind: 'unknown_account' };
+    if (opId !== null && state.ops.includes(opId)) return { kind: 'already_applied', balance: state.credits };
+    if (opId !== null && state.ops.includes(voidMarker(opId))) return { kind: 'voided', balance: state.credits };
+    return { kind: 'insufficient', balance: state.credits };
   }
 
   async voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'> {
     const _id = toObjectId(accountId);
     if (!_id) return 'unknown_account';
+    // The marker is not the id itself: a second sweep voiding the same op must hear 'voided' again,
+    // not 'already_applied' (it would then mark an uncharged job charged).
     const res = await this.collection.updateOne(
-      { _id, ops: { $ne: opId } },
-      { $push: { ops: { $each: [opId], $slice: -OPS_KEPT } }, $set: { updatedAt: new Date() } },
+      { _id, ops: { $nin: [opId, voidMarker(opId)] } },
+      { $push: { ops: { $each: [voidMarker(opId)], $slice: -OPS_KEPT } }, $set: { updatedAt: new Date() } },
     );
     if (res.matchedCount === 1) return 'voided';
-    return (await this.collection.countDocuments({ _id }, { limit: 1 })) ? 'already_applied' : 'unknown_account';
+    const state = await this.collection.findOne({ _id }, { projection: { ops: 1 } });
+    if (!state) return 'unknown_account';
+    return state.ops.includes(opId) ? 'already_applied' : 'voided';
   }
 
   async settle(accountId: string, opId: string): Promise<void> {
@@ -76,6 +82,11 @@ export class MongoAccountStore implements AccountStore {
     const byId = new Map(docs.map((d) => [d._id.toHexString(), d.credits]));
     return accountIds.map((id) => byId.get(id.toLowerCase()) ?? null);
   }
+}
+
+/** What voidOp records instead of the id: an id voided never applies, and is told apart from one applied. */
+function voidMarker(opId: string): string {
+  return `void:${opId}`;
 }
 
 /** The driver's own collection object: no mongoose layer on hot paths. */

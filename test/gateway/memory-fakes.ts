@@ -27,6 +27,7 @@ export class MemoryAccountStore implements AccountStore {
     const a = this.accounts.get(id);
     if (!a) return { kind: 'unknown_account' };
     if (opId !== null && a.ops.includes(opId)) return { kind: 'already_applied', balance: a.credits };
+    if (opId !== null && a.ops.includes(`void:${opId}`)) return { kind: 'voided', balance: a.credits };
     if (a.credits + delta < 0) return { kind: 'insufficient', balance: a.credits };
     a.credits += delta;
     if (opId !== null) a.ops = [...a.ops, opId].slice(-1000);
@@ -40,7 +41,7 @@ export class MemoryAccountStore implements AccountStore {
     const a = this.accounts.get(id);
     if (!a) return 'unknown_account' as const;
     if (a.ops.includes(opId)) return 'already_applied' as const;
-    a.ops.push(opId);
+    if (!a.ops.includes(`void:${opId}`)) a.ops.push(`void:${opId}`);
     return 'voided' as const;
   }
   async balances(ids: readonly string[]) {

@@ -219,7 +219,7 @@ describe('image jobs', () => {
     expect((await service.get(alice, paid.id, ctx)).status).toBe('queued');
     // Settled once the job records the charge; the void marker of the first job stays.
     expect(credits.settled).toEqual([`job:${paid.id}`]);
-    expect(credits.ops.get(alice.accountId)).toEqual(new Set([`job:${orphan.id}`]));
+    expect(credits.ops.get(alice.accountId)).toEqual(new Set([`void:job:${orphan.id}`]));
   });
 
   it('settles the charge once the job records it, and each refund once the job records that', async () => {

@@ -136,6 +136,7 @@ export class MemoryCredits implements JobCredits {
     }
     const balance = this.balances.get(accountId) ?? 0;
     if (this.applied(accountId).has(opId)) return balance;
+    if (this.applied(accountId).has(`void:${opId}`)) throw new AppError('database_unavailable');
     if (balance < amount) throw new AppError('insufficient_credits');
     this.applied(accountId).add(opId);
     this.balances.set(accountId, balance - amount);
@@ -149,13 +150,10 @@ export class MemoryCredits implements JobCredits {
   }
   async voidOp(accountId: string, opId: string) {
     if (this.applied(accountId).has(opId)) return 'already_applied' as const;
-    // The marker is the op id itself (as on the account): a late charge with it then never applies.
-    this.applied(accountId).add(opId);
-    this.voided.add(opId);
+    // A marker, as on the account: a late charge with the id never applies, a second void is 'voided' too.
+    this.applied(accountId).add(`void:${opId}`);
     return 'voided' as const;
   }
-  /** Ids voided; settle never removes these (a charge on its way must still be refused). */
-  readonly voided = new Set<string>();
   readonly settled: string[] = [];
   async settle(accountId: string, opId: string) {
     this.settled.push(opId);

@@ -11,6 +11,8 @@ export type ApplyResult =
   | { kind: 'applied'; balance: number }
   /** The op id is already recorded on the account: nothing changed this time. */
   | { kind: 'already_applied'; balance: number }
+  /** The op id was voided (voidOp): it never applies. */
+  | { kind: 'voided'; balance: number }
   | { kind: 'insufficient'; balance: number }
   | { kind: 'unknown_account' };
 

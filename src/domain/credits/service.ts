@@ -69,6 +69,9 @@ export class CreditService implements CreditBalances {
       case 'unknown_account':
         // A key of a vanished account: as good as no key.
         throw new AppError('invalid_api_key');
+      case 'voided':
+        // The sweep judged the request dead and voided its charge: nothing was taken, it may be retried.
+        throw new AppError('database_unavailable');
       default:
         throw new UnreachableCaseError(result);
     }
@@ -126,6 +129,9 @@ export class CreditService implements CreditBalances {
         throw new Error(`a credit of ${amount} cannot be refused for insufficient balance`);
       case 'unknown_account':
         throw invalid('account', `account ${accountId} does not exist`);
+      case 'voided':
+        // Only job charges are ever voided.
+        throw new Error(`${event} ${opId} was voided`);
       default:
         throw new UnreachableCaseError(result);
     }
