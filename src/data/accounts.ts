@@ -40,20 +40,20 @@ export class MongoAccountStore implements AccountStore {
   async apply(accountId: string, delta: number, opId: string | null): Promise<ApplyResult> {
     const _id = toObjectId(accountId);
     if (!_id) return { kind: 'unknown_account' };
-    const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ops: { $nin: [opId, voidMarker(opId)] } };
+    const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ...unseen(opId) };
     // The guard: a charge only matches while the balance covers it, so it can never go below zero.
     if (delta < 0) filter.credits = { $gte: -delta };
     const update: Record<string, unknown> = { $inc: { credits: delta }, $set: { updatedAt: new Date() } };
-    if (opId !== null) update.$push = { ops: { $each: [opId], $slice: -OPS_KEPT } };
+    if (opId !== null) update.$push = remember(opId);
     const after = await this.collection.findOneAndUpdate(filter, update, { returnDocument: 'after', projection: { credits: 1 } });
     if (after) return { kind: 'applied', balance: after.credits };
     // No match: tell apart an operation already applied or voided, a balance too low and an unknown
     // account. One read: `ops` holds only operations in flight, so it is short.
     const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ...(opId === null ? {} : { ops: 1 }) } });
     if (!state) return { kind: 'unknown_account' };
-    if (opId !== null && state.ops.includes(opId)) return { kind: 'already_applied', balance: state.credits };
-    if (opId !== null && state.ops.includes(voidMarker(opId))) return { kind: 'voided', balance: state.credits };
-    return { kind: 'insufficient', balance: state.credits };
+    if (opId === null) return { kind: 'insufficient', balance: state.credits };
+    if (state.ops.includes(opId)) return { kind: 'already_applied', balance: state.credits };
+    return { kind: state.ops.includes(voidMarker(opId)) ? 'voided' : 'insufficient', balance: state.credits };
   }
 
   async voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'> {
@@ -61,10 +61,7 @@ export class MongoAccountStore implements AccountStore {
     if (!_id) return 'unknown_account';
     // The marker is not the id itself: a second sweep voiding the same op must hear 'voided' again,
     // not 'already_applied' (it would then mark an uncharged job charged).
-    const res = await this.collection.updateOne(
-      { _id, ops: { $nin: [opId, voidMarker(opId)] } },
-      { $push: { ops: { $each: [voidMarker(opId)], $slice: -OPS_KEPT } }, $set: { updatedAt: new Date() } },
-    );
+    const res = await this.collection.updateOne({ _id, ...unseen(opId) }, { $push: remember(voidMarker(opId)), $set: { updatedAt: new Date() } });
     if (res.matchedCount === 1) return 'voided';
     const state = await this.collection.findOne({ _id }, { projection: { ops: 1 } });
     if (!state) return 'unknown_account';
@@ -87,6 +84,16 @@ export class MongoAccountStore implements AccountStore {
 /** What voidOp records instead of the id: an id voided never applies, and is told apart from one applied. */
 function voidMarker(opId: string): string {
   return `void:${opId}`;
+}
+
+/** Filter part: the account has neither applied nor voided `opId`. */
+function unseen(opId: string): Record<string, unknown> {
+  return { ops: { $nin: [opId, voidMarker(opId)] } };
+}
+
+/** `$push` part: records `entry` in `ops`, within its bound. */
+function remember(entry: string): Record<string, unknown> {
+  return { ops: { $each: [entry], $slice: -OPS_KEPT } };
 }
 
 /** The driver's own collection object: no mongoose layer on hot paths. */
