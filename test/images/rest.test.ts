@@ -157,6 +157,11 @@ describe('image jobs end to end', () => {
     await expectError(await fetch(longer), 403, 'invalid_signature');
     const otherImage = new URL(url.toString().replace('/images/0?', '/images/1?'));
     await expectError(await fetch(otherImage), 403, 'invalid_signature');
+    // Only the canonical forms verify: another spelling of the same index names no image, of the same expiry is tampering.
+    await expectError(await fetch(url.toString().replace('/images/0?', '/images/00?')), 404, 'image_not_found');
+    const paddedExpiry = new URL(url);
+    paddedExpiry.searchParams.set('expires', `0${url.searchParams.get('expires')}`);
+    await expectError(await fetch(paddedExpiry), 403, 'invalid_signature');
     const expired = t.services.imageJobs.signer;
     const past = new Date(Date.now() - 10 * 24 * 3600_000);
     await expectError(await fetch(`${t.baseUrl}${expired.path(created.jobId, 0, past)}`), 403, 'invalid_signature');

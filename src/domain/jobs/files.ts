@@ -1,8 +1,11 @@
 import { AppError } from '../errors.js';
 import type { ImageStore, StoredImage, StoredImageInfo } from '../../storage/types.js';
 import type { JobStore } from './records.js';
-import type { ImageUrlSigner } from './signed-urls.js';
+import { parseCanonicalUint, type ImageUrlSigner } from './signed-urls.js';
 import { isJobId } from './validation.js';
+
+/** Far above any prompt limit; bounds the parse. */
+const INDEX_MAX_DIGITS = 6;
 
 /**
  * Serving stored images by signed URL. The signature is the authority (no API key): it names the job,
@@ -13,8 +16,9 @@ export class ImageFiles {
 
   /** Checks the URL and returns the image's metadata (enough to answer a conditional request). */
   async stat(jobId: string, index: string, expires: unknown, sig: unknown): Promise<StoredImageInfo> {
-    const idx = /^\d{1,6}$/.test(index) ? Number(index) : -1;
-    if (!isJobId(jobId) || idx < 0) throw new AppError('image_not_found');
+    // Image indexes are written in canonical decimal only: `00` or `+0` names no image, as `abc` does not.
+    const idx = parseCanonicalUint(index, INDEX_MAX_DIGITS);
+    if (!isJobId(jobId) || idx === undefined) throw new AppError('image_not_found');
     if (this.deps.signer.verify(jobId, idx, expires, sig) !== 'valid') throw new AppError('invalid_signature');
     const job = await this.deps.jobs.findById(jobId);
     const image = job?.images.find((i) => i.index === idx);

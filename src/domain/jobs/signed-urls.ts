@@ -8,6 +8,19 @@ export type SignatureCheck = 'valid' | 'expired' | 'invalid';
 
 export const IMAGE_FILE_PATH_PREFIX = '/api/playground/images';
 
+/**
+ * A non-negative integer in the one form this module writes it: decimal digits, no sign, no leading
+ * zero (other than `0` itself), at most `maxDigits`. Anything else is undefined, so `00`, `+1` or
+ * `0<expires>` can never stand for a URL that was issued with `0`, `1` or `<expires>`.
+ */
+export function parseCanonicalUint(text: unknown, maxDigits: number): number | undefined {
+  if (typeof text !== 'string' || text.length > maxDigits || !/^(?:0|[1-9][0-9]*)$/.test(text)) return undefined;
+  return Number(text);
+}
+
+/** Digits an expiry may have (epoch seconds; 12 digits reach year 33658). */
+const EXPIRES_MAX_DIGITS = 12;
+
 export class ImageUrlSigner {
   constructor(
     private readonly secret: string,
@@ -38,12 +51,14 @@ export class ImageUrlSigner {
     return `${baseUrl.replace(/\/+$/, '')}${this.path(jobId, index, now)}`;
   }
 
+  /** `expires` and `sig` as they came in the query; only the canonical forms of what `path` wrote verify. */
   verify(jobId: string, index: number, expires: unknown, sig: unknown, now = new Date()): SignatureCheck {
-    if (typeof expires !== 'string' || !/^\d{1,12}$/.test(expires) || typeof sig !== 'string') return 'invalid';
-    const expected = Buffer.from(this.signature(jobId, index, Number(expires)));
+    const expiry = parseCanonicalUint(expires, EXPIRES_MAX_DIGITS);
+    if (expiry === undefined || !Number.isSafeInteger(index) || index < 0 || typeof sig !== 'string') return 'invalid';
+    const expected = Buffer.from(this.signature(jobId, index, expiry));
     const given = Buffer.from(sig);
     // Constant-time comparison; lengths are public (fixed by the HMAC), so comparing them first leaks nothing.
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid';
-    return Number(expires) * 1000 > now.getTime() ? 'valid' : 'expired';
+    return expiry * 1000 > now.getTime() ? 'valid' : 'expired';
   }
 }
