@@ -1,4 +1,4 @@
-import type { Principal } from './principal.js';
+import type { KeyPrincipal, Principal } from './principal.js';
 import type { JobCreated, JobView } from './jobs/types.js';
 import type { JobRecord } from './jobs/records.js';
 
@@ -13,7 +13,7 @@ export interface KeyAuthenticator {
    * Checks an `Authorization` header value. Throws AppError missing_authorization,
    * invalid_api_key_format or invalid_api_key (contract texts and order).
    */
-  authenticate(authorization: string | undefined): Promise<Principal>;
+  authenticate(authorization: string | undefined): Promise<KeyPrincipal>;
   /** True while the key exists and is not deleted (reads the database; no cache). */
   isActive(keyId: string): Promise<boolean>;
   /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */

@@ -28,7 +28,7 @@ import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import type { Principal } from '../domain/principal.js';
+import type { KeyPrincipal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
 import { appErrorOf, errorFormatter, formatGraphQLError, isMaskedError, toRequestError, type ErrorFormatter } from '../graphql/errors.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
@@ -68,7 +68,7 @@ export interface GraphQLDoorOptions {
 }
 
 interface ConnectionState {
-  principal?: Principal;
+  principal?: KeyPrincipal;
   /** The connection's `Authorization` value, checked again for every operation. */
   authorization?: string;
   connectionId: string;
@@ -134,7 +134,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
 
   // The caller of each request, authenticated in onRequest (before the body is read, so a 401 comes
   // before 400/413/415 as in REST) and handed to Apollo's context.
-  const principals = new WeakMap<FastifyRequest, Principal>();
+  const principals = new WeakMap<FastifyRequest, KeyPrincipal>();
   const handler = fastifyApolloHandler(apollo, {
     context: async (request) => {
       const principal = principals.get(request);
@@ -204,7 +204,7 @@ function onlyEnabled(services: GraphQLServices, enabled: Config['SERVICES']): Gr
   };
 }
 
-async function authenticateHttp(services: GraphQLServices, request: FastifyRequest): Promise<Principal> {
+async function authenticateHttp(services: GraphQLServices, request: FastifyRequest): Promise<KeyPrincipal> {
   try {
     return await services.keys.authenticate(request.headers.authorization);
   } catch (err) {

@@ -11,7 +11,7 @@ import type { JobRecord } from '../../src/domain/jobs/records.js';
 import { ImageJobs } from '../../src/domain/jobs/service.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import type { DefinitionService, KeyAuthenticator } from '../../src/domain/ports.js';
-import type { Principal } from '../../src/domain/principal.js';
+import type { KeyPrincipal } from '../../src/domain/principal.js';
 import type { GraphQLServices } from '../../src/graphql/context.js';
 import { printSchemaFile } from '../../src/graphql/schema.js';
 import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql.js';
@@ -29,13 +29,13 @@ const KEY_A = `wi_live_${'a'.repeat(64)}`;
 const KEY_B = `wi_live_${'b'.repeat(64)}`;
 
 class FakeKeys implements KeyAuthenticator {
-  readonly keys = new Map<string, Principal & { deleted: boolean }>([
+  readonly keys = new Map<string, KeyPrincipal & { deleted: boolean }>([
     [KEY_A, { accountId: '0'.repeat(23) + 'a', keyId: '1'.repeat(23) + 'a', deleted: false }],
     [KEY_B, { accountId: '0'.repeat(23) + 'b', keyId: '1'.repeat(23) + 'b', deleted: false }],
   ]);
   private readonly listeners = new Set<(keyId: string) => void>();
 
-  async authenticate(header: string | undefined): Promise<Principal> {
+  async authenticate(header: string | undefined): Promise<KeyPrincipal> {
     const m = /^Bearer (\S+)$/.exec(header ?? '');
     if (!m) throw new AppError('missing_authorization');
     if (!/^wi_live_[0-9a-f]{64}$/.test(m[1])) throw new AppError('invalid_api_key_format');

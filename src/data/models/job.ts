@@ -5,7 +5,7 @@ import { IMAGE_STATUSES, JOB_STATUSES } from '../../domain/jobs/types.js';
 export interface JobDoc {
   _id: string;
   accountId: string;
-  keyId: string;
+  keyId: string | null;
   status: (typeof JOB_STATUSES)[number];
   totalImages: number;
   succeededImages: number;
@@ -50,7 +50,7 @@ const jobSchema = new Schema<JobDoc>(
   {
     _id: { type: String, required: true },
     accountId: { type: String, required: true },
-    keyId: { type: String, required: true },
+    keyId: { type: String, default: null },
     status: { type: String, enum: JOB_STATUSES, required: true },
     totalImages: { type: Number, required: true },
     succeededImages: { type: Number, required: true, default: 0 },

@@ -14,7 +14,7 @@ export interface CreditServiceDeps {
 /** Why a refund happened, recorded on its audit entry. */
 export interface RefundInfo {
   reason: string;
-  keyId?: string;
+  keyId?: string | null;
   jobId?: string;
   index?: number;
   [k: string]: unknown;

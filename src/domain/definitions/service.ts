@@ -8,7 +8,7 @@ import { parseKeyword } from './validation.js';
 export interface LookupCredits {
   /** opId null: a one-shot charge, never sent again (nothing for the account to remember). */
   charge(accountId: string, amount: number, opId: null): Promise<number>;
-  refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string; keyword: string }): Promise<unknown>;
+  refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string | null; keyword: string }): Promise<unknown>;
 }
 
 export interface DefinitionLookupDeps {

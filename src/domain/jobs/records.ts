@@ -23,7 +23,8 @@ export interface ImageRecord {
 export interface JobRecord {
   id: string;
   accountId: string;
-  keyId: string;
+  /** The API key that started the job; null when a console user did (the playground). */
+  keyId: string | null;
   status: JobStatus;
   totalImages: number;
   succeededImages: number;
@@ -95,7 +96,7 @@ export interface JobStore {
 export interface JobCredits {
   /** Atomically deducts `amount`; AppError insufficient_credits when the balance is too low. Returns the new balance. */
   charge(accountId: string, amount: number, opId: string): Promise<number>;
-  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string; reason: string }): Promise<unknown>;
+  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string | null; reason: string }): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
   /** The job now records the outcome of `opId` (charged, refunded): the account may forget the id. */

@@ -1,6 +1,6 @@
 import { AppError, invalid } from '../errors.js';
 import type { KeyAuthenticator } from '../ports.js';
-import type { Principal } from '../principal.js';
+import type { KeyPrincipal } from '../principal.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import type { AccountStore } from '../credits/records.js';
 import { RateLimiter } from './rate-limit.js';
@@ -140,7 +140,7 @@ export class KeyService implements KeyAuthenticator {
   }
 
   /** The contract's 401s in order (header, format, unknown/deleted key); then the per-key rate limit (429). */
-  async authenticate(authorization: string | undefined): Promise<Principal> {
+  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
     const parsed = parseBearer(authorization);
     if (!parsed.ok) throw new AppError(parsed.reason);
     const hash = hashKey(parsed.key);
