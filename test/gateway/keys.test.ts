@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashKey } from '../../src/domain/keys/format.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Keys across gateway instances sharing one database: instance A and B watch the keys collection
@@ -29,12 +30,23 @@ async function lookup(app: TestApp, key: string) {
   return { status: res.status, body: (await res.json()) as any };
 }
 
-async function until(check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/**
+ * Makes A and B hold `key` in their caches, whatever the machine's speed. Each instance writes a used
+ * key's lastUsedAt about a second after its first use (then at most once a minute), and every write to
+ * api_keys evicts that key on every instance; so write those now, wait until both feeds have passed
+ * them (a deletion made after them has reached A and B, in order), then look the key up again.
+ */
+async function cacheOnAAndB(key: string): Promise<void> {
+  for (const app of [a, b, p]) await app.services.keys.flushUses();
+  const marker = await p.createAccountWithKey({ credits: 0 });
+  const seen = { a: false, b: false };
+  const offA = a.services.keys.onRevoked((id) => (seen.a ||= id === marker.keyId));
+  const offB = b.services.keys.onRevoked((id) => (seen.b ||= id === marker.keyId));
+  await p.services.keys.delete(marker.keyId, actor);
+  await until(() => seen.a && seen.b, 'A and B hear a deletion made after the lastUsedAt writes');
+  offA();
+  offB();
+  for (const app of [a, b]) expect((await lookup(app, key)).status).toBe(200);
 }
 
 describe('feeds', () => {
@@ -49,6 +61,7 @@ describe('revocation', () => {
   it('a key deleted on one instance is refused by the next request on every instance, cached or not', async () => {
     const acc = await a.createAccountWithKey({ credits: 20 });
     for (const app of [a, b, p]) expect((await lookup(app, acc.key)).status).toBe(200);
+    await cacheOnAAndB(acc.key);
     // A and B now hold the key in their caches; P never caches.
     expect(a.services.keys.cachedKeys).toBeGreaterThan(0);
     expect(b.services.keys.cachedKeys).toBeGreaterThan(0);
@@ -60,7 +73,7 @@ describe('revocation', () => {
     // The deleting instance evicts at once; the others hear it from the database.
     expect((await lookup(a, acc.key)).status).toBe(401);
     expect((await lookup(p, acc.key)).status).toBe(401);
-    await until(() => revokedOnB.includes(acc.keyId));
+    await until(() => revokedOnB.includes(acc.keyId), 'B hears of the deletion');
     const onB = await lookup(b, acc.key);
     expect(onB.status).toBe(401);
     expect(onB.body.error).toBe('Invalid API key');
@@ -73,7 +86,7 @@ describe('revocation', () => {
     const seen: string[] = [];
     const off = p.services.keys.onRevoked((id) => seen.push(id));
     await b.services.keys.delete(acc.keyId, actor);
-    await until(() => seen.includes(acc.keyId), 8000);
+    await until(() => seen.includes(acc.keyId), 'the poll instance hears of the deletion');
     off();
   });
 
