@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { MongoClient } from 'mongodb';
+import { until } from '../helpers/until.js';
 
 const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'embedded-mongo', 'cli.ts');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-mongo-'));
@@ -47,7 +48,8 @@ async function exited(child: ChildProcess): Promise<void> {
 
 it('loses no acknowledged write when the server is killed with SIGKILL', async () => {
   const first = await startServer();
-  const client = await MongoClient.connect(first.uri, { serverSelectionTimeoutMS: 2000 });
+  // Bounds how long the write in flight at the kill retries before it fails (its server is gone for good).
+  const client = await MongoClient.connect(first.uri, { serverSelectionTimeoutMS: 5000 });
   const c = client.db('durable').collection('items');
   await c.createIndex({ sku: 1 }, { unique: true });
   const acknowledged: number[] = [];
@@ -69,7 +71,9 @@ it('loses no acknowledged write when the server is killed with SIGKILL', async (
       }
     }
   })();
-  await new Promise((r) => setTimeout(r, 300));
+  // Kill once the writer has writes acknowledged (and more in flight), however slow the machine.
+  const killAt = acknowledged.length + 20;
+  await until(() => acknowledged.length >= killAt, 'writes acknowledged after the first 300');
   signal(first.child, 'SIGKILL');
   await exited(first.child);
   stop = true;
@@ -93,7 +97,7 @@ it('loses no acknowledged write when the server is killed with SIGKILL', async (
     signal(second.child, 'SIGTERM');
     await exited(second.child);
   }
-}, 60_000);
+}, 120_000);
 
 it('refuses unknown options and bad ports with exit code 2 and the usage line', () => {
   for (const args of [['--dbPath=/tmp/x'], ['--port=70000'], ['--port=abc'], ['stray']]) {
@@ -101,4 +105,4 @@ it('refuses unknown options and bad ports with exit code 2 and the usage line', 
     expect(res.status, args.join(' ')).toBe(2);
     expect(res.stderr).toContain('usage: npm run db');
   }
-});
+}, 120_000);

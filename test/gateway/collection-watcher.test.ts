@@ -2,6 +2,7 @@ import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startEmbeddedMongo } from '../../src/embedded-mongo/index.js';
 import { CollectionWatcher, type WatchEvent, type WatcherState } from '../../src/data/collection-watcher.js';
+import { until } from '../helpers/until.js';
 
 let client: MongoClient;
 let db: Db;
@@ -17,14 +18,6 @@ afterAll(async () => {
   await db?.dropDatabase();
   await client?.close();
 });
-
-async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function watch(collection: string, opts: Partial<ConstructorParameters<typeof CollectionWatcher>[0]> = {}) {
   const events: WatchEvent[] = [];
@@ -46,7 +39,7 @@ describe('CollectionWatcher', () => {
     await col.insertOne({ _id: 'x' as never, n: 1, updatedAt: new Date() });
     await col.updateOne({ _id: 'x' as never }, { $set: { n: 2, updatedAt: new Date() } });
     await col.deleteOne({ _id: 'x' as never });
-    await until(() => events.length >= 3);
+    await until(() => events.length >= 3, 'three events');
     expect(events.map((e) => e.operationType)).toEqual(['insert', 'update', 'delete']);
     expect(events.every((e) => e.documentKey._id === 'x')).toBe(true);
     expect(events[1]!.fullDocument).toMatchObject({ n: 2 });
@@ -61,11 +54,13 @@ describe('CollectionWatcher', () => {
       { _id: 2 as never, owner: 'me' },
     ]);
     await col.deleteOne({ _id: 1 as never });
-    await until(() => events.length >= 2);
-    await new Promise((r) => setTimeout(r, 100));
+    // Events arrive in order: once this later one is in, nothing filtered out can still come.
+    await col.insertOne({ _id: 3 as never, owner: 'me' });
+    await until(() => events.some((e) => e.documentKey._id === 3), 'the last insert');
     expect(events.map((e) => [e.operationType, e.documentKey._id])).toEqual([
       ['insert', 2],
       ['delete', 1],
+      ['insert', 3],
     ]);
   });
 
@@ -77,24 +72,29 @@ describe('CollectionWatcher', () => {
     const col = db.collection('c');
     const t1 = new Date();
     await col.insertOne({ _id: 'k' as never, v: 1, updatedAt: t1 });
-    await until(() => events.length === 1);
-    await new Promise((r) => setTimeout(r, 200)); // several polls: still one event
-    expect(events).toHaveLength(1);
+    await until(() => events.length === 1, 'the first poll');
+    // Two more polls, each proven by a document it found, re-read 'k' (inside the overlap) without reporting it again.
+    for (const [i, id] of ['m1', 'm2'].entries()) {
+      await col.insertOne({ _id: id as never, updatedAt: new Date(t1.getTime() + 1 + i) });
+      await until(() => events.some((e) => e.documentKey._id === id), `a poll that finds ${id}`);
+    }
+    expect(events.map((e) => e.documentKey._id)).toEqual(['k', 'm1', 'm2']);
     await col.updateOne({ _id: 'k' as never }, { $set: { v: 2, updatedAt: new Date(t1.getTime() + 5) } });
-    await until(() => events.length === 2);
-    expect(events[1]).toMatchObject({ operationType: 'update', fullDocument: { v: 2 } });
+    await until(() => events.length === 4, 'the update');
+    expect(events[3]).toMatchObject({ operationType: 'update', documentKey: { _id: 'k' }, fullDocument: { v: 2 } });
   });
 
   it('a stream that fails (server gone) falls back to polling and says so', async () => {
     const server = await startEmbeddedMongo({ port: 0 });
-    const own = await MongoClient.connect(server.uri, { serverSelectionTimeoutMS: 300 });
+    // Server selection fails fast once the server is gone, but not so fast that a busy machine trips it while it is up.
+    const own = await MongoClient.connect(server.uri, { serverSelectionTimeoutMS: 2000 });
     const states: WatcherState[] = [];
     const w = new CollectionWatcher({ db: own.db('x'), collection: 'd', onEvent: () => {}, onStateChange: (s) => states.push(s), pollMs: 50, retryStreamMs: 60_000 });
     try {
       await w.start();
       expect(w.live).toBe(true);
       await server.stop();
-      await until(() => states.includes('poll'), 10_000);
+      await until(() => states.includes('poll'), 'the fallback to polling');
       expect(w.live).toBe(false);
     } finally {
       await w.close();

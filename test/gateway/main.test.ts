@@ -21,6 +21,10 @@ interface Started {
   child: ChildProcess;
   lines: string[];
   base: string;
+  /** Resolves with the first stdout line matching `re` (already printed or still to come). */
+  line(re: RegExp): Promise<string>;
+  /** Resolves once the process has exited and all of its output has been read. */
+  closed: Promise<number | null>;
 }
 
 async function startGateway(env: Record<string, string>): Promise<Started> {
@@ -29,26 +33,33 @@ async function startGateway(env: Record<string, string>): Promise<Started> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   const lines: string[] = [];
+  const waiting: { re: RegExp; resolve: (line: string) => void }[] = [];
   let stderr = '';
   child.stderr!.on('data', (c) => (stderr += c));
-  const base = await new Promise<string>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}: ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      lines.push(line);
-      const m = /^Gateway listening on (\S+) /.exec(line);
-      if (m) resolve(m[1]!);
-    });
+  // 'close' comes after the last stdout line has been read ('exit' may come before).
+  const closed = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+  const gone = closed.then(() => Promise.reject(new Error(`gateway exited: ${stderr}\n${lines.join('\n')}`)));
+  gone.catch(() => undefined);
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    lines.push(line);
+    for (const w of waiting.filter((w) => w.re.test(line))) {
+      waiting.splice(waiting.indexOf(w), 1);
+      w.resolve(line);
+    }
   });
-  // The demo lines follow the "listening" line.
-  await new Promise((r) => setTimeout(r, 100));
-  return { child, lines, base };
+  const line = (re: RegExp): Promise<string> => {
+    const seen = lines.find((l) => re.test(l));
+    const found = seen !== undefined ? Promise.resolve(seen) : new Promise<string>((resolve) => waiting.push({ re, resolve }));
+    return Promise.race([found, gone]);
+  };
+  const base = /^Gateway listening on (\S+) /.exec(await line(/^Gateway listening on /))![1]!;
+  return { child, lines, base, line, closed };
 }
 
-async function stop(child: ChildProcess): Promise<number | null> {
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  child.kill('SIGTERM');
-  const code = await exited;
-  children.delete(child);
+async function stop(started: Started): Promise<number | null> {
+  started.child.kill('SIGTERM');
+  const code = await started.closed;
+  children.delete(started.child);
   return code;
 }
 
@@ -59,9 +70,10 @@ describe('npm start', () => {
   it('starts the embedded database, prints a demo key once, persists, and stops on SIGTERM', async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'gateway-start-'));
     const first = await startGateway(env());
+    // The demo key is printed after the "listening" line.
+    const key = /^\s+(wi_live_[0-9a-f]{64})$/.exec(await first.line(/^\s+wi_live_/))?.[1];
     const output = first.lines.join('\n');
     expect(output).toMatch(/MONGODB_URI is not set: started the embedded database at mongodb:\/\/127\.0\.0\.1:\d+\/gateway/);
-    const key = /^\s+(wi_live_[0-9a-f]{64})$/m.exec(output)?.[1];
     expect(key, output).toBeDefined();
 
     const call = async (base: string) => {
@@ -75,14 +87,15 @@ describe('npm start', () => {
     const r1 = await call(first.base);
     expect(r1).toMatchObject({ status: 200, body: { keyword: 'serendipity', credits: 99 } });
     expect((await fetch(`${first.base}/readyz`)).status).toBe(200);
-    expect(await stop(first.child)).toBe(0);
+    expect(await stop(first)).toBe(0);
 
     // Second start on the same data: no new demo account, the balance survived.
     const second = await startGateway(env());
-    expect(second.lines.join('\n')).not.toMatch(/wi_live_/);
     const r2 = await call(second.base);
     expect(r2).toMatchObject({ status: 200, body: { credits: 98 } });
-    expect(await stop(second.child)).toBe(0);
+    expect(await stop(second)).toBe(0);
+    // All of its output has been read by now.
+    expect(second.lines.join('\n')).not.toMatch(/wi_live_/);
   });
 
   it('refuses an invalid configuration with a message naming the variable', async () => {

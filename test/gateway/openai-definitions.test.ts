@@ -37,8 +37,9 @@ beforeEach(() => {
 });
 
 const answer = (content: unknown): Reply => ({ status: 200, body: { choices: [{ message: { role: 'assistant', content } }] } });
+// Attempts time out only where a test means them to: a busy machine can make a local answer slow.
 const provider = (over: Partial<ConstructorParameters<typeof OpenAiDefinitionProvider>[0]> = {}) =>
-  new OpenAiDefinitionProvider({ baseUrl, apiKey: 'sk-test', model: 'tiny', timeoutMs: 500, retries: 2, backoffBaseMs: 5, backoffMaxMs: 20, ...over });
+  new OpenAiDefinitionProvider({ baseUrl, apiKey: 'sk-test', model: 'tiny', timeoutMs: 15_000, retries: 2, backoffBaseMs: 5, backoffMaxMs: 20, ...over });
 
 describe('OpenAI-compatible definition provider', () => {
   it('posts a chat completion and returns the trimmed answer', async () => {
@@ -71,6 +72,8 @@ describe('OpenAI-compatible definition provider', () => {
   });
 
   it('times out each attempt', async () => {
+    // The server, in this process, arms its 400 ms timer after the client armed its 100 ms one, so the
+    // client's always fires first, however busy the machine.
     replies.push({ ...answer('slow'), delayMs: 400 }, { ...answer('slow'), delayMs: 400 });
     const err = await provider({ timeoutMs: 100, retries: 1 }).define('x').catch((e: unknown) => e);
     expect((err as DefinitionProviderError).kind).toBe('unavailable');

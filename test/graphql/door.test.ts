@@ -17,6 +17,7 @@ import { printSchemaFile } from '../../src/graphql/schema.js';
 import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql.js';
 import type { JobEvents, JobListener } from '../../src/queue/job-events.js';
 import { MemoryCredits, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The GraphQL door in isolation: the real ImageJobs service over in-memory stores, fakes for keys and
@@ -377,11 +378,3 @@ describe('GraphQL over WebSocket', () => {
     expect(events.listenerCount()).toBe(0);
   });
 });
-
-async function until(cond: () => boolean, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}

@@ -6,6 +6,7 @@ import { Collection } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/until.js';
 
 /**
  * GraphQL against the real gateway on the test database: the same texts and codes as REST, DataLoader
@@ -95,14 +96,6 @@ function subscribeJob(client: Client, jobId: string, fields = 'jobId status upda
     );
   });
   return { messages, done };
-}
-
-async function until(cond: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const start = Date.now();
-  while (!(await cond())) {
-    if (Date.now() - start > timeoutMs) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('the same errors as REST', () => {
@@ -382,9 +375,13 @@ describe('jobStatus over WebSocket', () => {
   });
 
   it('pushes every image transition from a worker in another process, then completes', async () => {
-    ensureWorker();
+    // The subscriber has the queued state before any worker runs: a fast worker cannot finish first.
+    await Promise.all(workers.map(stopWorker));
     const jobId = (await gql('mutation { generate(prompts: ["one", "two", "three"]) { jobId } }')).body.data.generate.jobId;
     const r = subscribeJob(wsClient(`Bearer ${acct.key}`), jobId);
+    await until(() => r.messages.length >= 1, 'the current state');
+    expect(r.messages[0].data.jobStatus.status).toBe('queued');
+    startWorker();
     expect(await r.done).toBe('complete');
     const states = r.messages.map((m) => m.data.jobStatus);
     const last = states.at(-1);

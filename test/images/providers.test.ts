@@ -46,7 +46,8 @@ describe('openai-compatible image provider', () => {
       apiKey: 'sk-test',
       model: 'test-model',
       size: '256x256',
-      timeoutMs: 2000,
+      // Attempts time out only where a test means them to: a busy machine can make a local answer slow.
+      timeoutMs: 15_000,
       retries: 2,
       backoffBaseMs: 5,
       ...over,

@@ -12,12 +12,14 @@ let worker: RunningWorker;
 const credits = new MemoryCredits();
 const principal = { accountId: 'd'.repeat(24), keyId: 'e'.repeat(24) };
 const silent = { info() {}, warn() {}, error() {} };
+const POLL_MS = 120_000;
 
 beforeAll(async () => {
   const uri = new URL(inject('mongoUri'));
   uri.pathname = `/images_queue_${process.pid}`;
   connection = await mongoose.createConnection(uri.toString(), { serverSelectionTimeoutMS: 5000 }).asPromise();
-  const config = loadConfig({ JOB_LOCK_LIFETIME_MS: '5000', WORKER_CONCURRENCY: '4', QUEUE_POLL_INTERVAL_MS: '100' });
+  // The backstop poll is slower than any test here may take: work starts only because enqueues wake the worker.
+  const config = loadConfig({ JOB_LOCK_LIFETIME_MS: '5000', WORKER_CONCURRENCY: '4', QUEUE_POLL_INTERVAL_MS: String(POLL_MS) });
   credits.balances.set(principal.accountId, 100);
   jobs = await openImageJobs({ config, connection, credits, role: 'test' });
   worker = await startImageWorker({
@@ -68,7 +70,8 @@ describe('Agenda image queue with an in-process worker', () => {
     const created = await jobs.service.create(principal, ['quick']);
     await waitFinal(created.jobId);
     const record = await jobs.store.findById(created.jobId);
-    expect(record!.images[0].startedAt!.getTime() - started).toBeLessThan(1000);
+    // Not a speed target: a quarter of the poll interval is far beyond any wake-up, on any machine.
+    expect(record!.images[0].startedAt!.getTime() - started).toBeLessThan(POLL_MS / 4);
   });
 
   it('requeues an image whose queue entry vanished (sweep)', async () => {

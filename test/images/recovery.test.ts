@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.js';
+import { until } from '../helpers/until.js';
 import { readJson, spawnWorker, type WorkerProcess } from './worker-process.js';
 
 // Workers dying and stopping: kill -9 mid-image (another worker finishes after the lock expires) and
@@ -59,13 +60,12 @@ async function job(jobId: string) {
   return readJson(res);
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${workers.map((w) => w.output().slice(-1500)).join('\n---\n')}`);
-    await new Promise((r) => setTimeout(r, 50));
+/** `until`, with the workers' output in the message when it times out. */
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>): Promise<T> {
+  try {
+    return (await until(fn, what, { intervalMs: 50 })) as T;
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\n${workers.map((w) => w.output().slice(-1500)).join('\n---\n')}`);
   }
 }
 
@@ -75,9 +75,9 @@ describe('worker failures', () => {
     await first.ready;
     const prompts = ['[slow:1500] dies with its worker 1', '[slow:1500] dies with its worker 2'];
     const jobId = await submit(prompts);
-    await waitFor('both images running', async () => (await job(jobId)).images.every((i: { status: string }) => i.status === 'running'), 10_000);
+    await waitFor('both images running', async () => (await job(jobId)).images.every((i: { status: string }) => i.status === 'running'));
     // Kill only once the provider is working on both: mid-image, not between claim and call.
-    await waitFor('provider calls', async () => prompts.every((p) => fake.calls.get(p) === 1), 10_000);
+    await waitFor('provider calls', async () => prompts.every((p) => fake.calls.get(p) === 1));
     first.kill('SIGKILL');
     expect(await first.exited).toBeNull();
 
@@ -86,7 +86,7 @@ describe('worker failures', () => {
     const done = await waitFor('job final', async () => {
       const j = await job(jobId);
       return j.status === 'completed' || j.status === 'failed' ? j : undefined;
-    }, 20_000);
+    });
     expect(done).toMatchObject({ status: 'completed', succeededImages: 2, failedImages: 0, creditsRefunded: 0 });
     const stored = await t.services.imageJobs.store.findById(jobId);
     // Each image: attempt 1 died with the first worker, attempt 2 finished in the second.
@@ -96,17 +96,17 @@ describe('worker failures', () => {
     expect(await t.connection.db!.collection('images.files').countDocuments({ 'metadata.jobId': jobId })).toBe(2);
     second.kill('SIGTERM');
     expect(await second.exited, second.output().slice(-3000)).toBe(0);
-  });
+  }, 180_000);
 
   it('SIGTERM drains: running images finish before the worker exits', async () => {
     const w = startWorker();
     await w.ready;
     const jobId = await submit(['[slow:1000] finishes during shutdown']);
-    await waitFor('provider call', async () => fake.calls.get('[slow:1000] finishes during shutdown') === 1, 10_000);
+    await waitFor('provider call', async () => fake.calls.get('[slow:1000] finishes during shutdown') === 1);
     w.kill('SIGTERM');
     expect(await w.exited, w.output().slice(-3000)).toBe(0);
     const j = await job(jobId);
     expect(j).toMatchObject({ status: 'completed', succeededImages: 1 });
     expect(fake.calls.get('[slow:1000] finishes during shutdown')).toBe(1);
-  });
+  }, 120_000);
 });
