@@ -4,7 +4,7 @@ import { Long, Timestamp, UUID } from 'bson';
 import type { Doc } from './bson-order.js';
 import { Collection, type IndexSpec } from './collection.js';
 import { MongoError } from './errors.js';
-import { Journal, type JournalRecord } from './journal.js';
+import { Journal, type JournalRecord, type JournalStats } from './journal.js';
 import type { UpdateDescription } from './update.js';
 
 export type ChangeEvent = {
@@ -44,7 +44,13 @@ const EVENT_RETENTION = 10_000;
 const EVENT_TRIM_SLACK = 1_000;
 /** Events stay resumable at least this long (after every open stream has read them). */
 const EVENT_RESUME_WINDOW_MS = 60_000;
-const JOURNAL_COMPACT_BYTES = 256 * 1024 * 1024;
+
+export type EngineOptions = {
+  /** Persist to this directory (journal and snapshot); in memory when unset. */
+  dbPath?: string;
+  /** Journal size past which it is folded into a new snapshot (see JournalOptions.compactBytes). */
+  journalCompactBytes?: number;
+};
 
 export class Engine {
   readonly dbs = new Map<string, Map<string, Collection>>();
@@ -60,20 +66,21 @@ export class Engine {
   private clusterSecs = Math.floor(Date.now() / 1000);
   private clusterInc = 0;
 
-  constructor(dbPath?: string) {
-    if (dbPath) {
-      this.journal = new Journal(dbPath);
+  constructor(opts: EngineOptions = {}) {
+    if (opts.dbPath) {
+      this.journal = new Journal(opts.dbPath, { compactBytes: opts.journalCompactBytes });
       this.replaying = true;
-      for (const r of this.journal.load()) {
+      this.journal.load((r) => {
         try {
           this.replay(r);
         } catch (e) {
           // A record that no longer applies (e.g. an index whose data changed) must not stop startup.
           console.error(`[embedded-mongo] skipped journal record ${r.o}: ${(e as Error).message}`);
         }
-      }
+      });
       this.replaying = false;
-      this.journal.compact(this.snapshotRecords());
+      // A long journal is folded into a snapshot in the background, so the restart after this one is quick.
+      if (this.journal.due) void this.journal.compact(() => this.capture());
     }
   }
 
@@ -185,8 +192,8 @@ export class Engine {
       const records = this.pending;
       this.pending = [];
       this.journal.append(records);
-      // Rewrite the snapshot once the journal outgrows it, so restarts stay quick.
-      if (this.journal.bytes > JOURNAL_COMPACT_BYTES) this.journal.compact(this.snapshotRecords());
+      // Fold the journal into a new snapshot once it outgrows its bound, so restarts stay quick.
+      if (this.journal.due) void this.journal.compact(() => this.capture());
     }
     if (this.waiters.size > 0 && this.notifiedSeq < this.seq) {
       // Wake only the streams that can see one of the new events (a stream on one collection does not
@@ -253,19 +260,36 @@ export class Engine {
     }
   }
 
-  private *snapshotRecords(): Generator<JournalRecord> {
-    for (const colls of this.dbs.values()) {
-      for (const coll of colls.values()) {
-        yield { o: 'cc', ns: coll.ns, opts: coll.options };
-        for (const index of coll.indexes.slice(1)) yield { o: 'ci', ns: coll.ns, spec: index.spec };
-        for (const d of coll.docs.values()) yield { o: 'ins', ns: coll.ns, d };
+  /**
+   * The state as it is now, as snapshot records produced later: documents are never mutated in place,
+   * so copying the references fixes the state while writes go on.
+   */
+  private capture(): Iterable<JournalRecord> {
+    const colls = [...this.dbs.values()].flatMap((byName) =>
+      [...byName.values()].map((coll) => ({
+        ns: coll.ns,
+        opts: coll.options,
+        specs: coll.indexes.slice(1).map((index) => ({ ...index.spec })),
+        docs: [...coll.docs.values()],
+      })),
+    );
+    return (function* (): Generator<JournalRecord> {
+      for (const { ns, opts, specs, docs } of colls) {
+        yield { o: 'cc', ns, opts };
+        for (const spec of specs) yield { o: 'ci', ns, spec };
+        for (const d of docs) yield { o: 'ins', ns, d };
       }
-    }
+    })();
   }
 
-  close(): void {
+  journalStats(): JournalStats | undefined {
+    return this.journal && { ...this.journal.stats };
+  }
+
+  /** Commits, waits for a journal compaction under way, and closes the journal. */
+  async close(): Promise<void> {
     this.commit();
-    this.journal?.close();
+    await this.journal?.close();
   }
 
   // ---- change events ----

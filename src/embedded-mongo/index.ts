@@ -4,11 +4,17 @@ import { EmbeddedServer } from './server.js';
 
 export type EmbeddedMongo = { uri: string; port: number; stop(): Promise<void> };
 
-export type EmbeddedMongoOptions = { port?: number; host?: string; dbPath?: string };
+export type EmbeddedMongoOptions = {
+  port?: number;
+  host?: string;
+  dbPath?: string;
+  /** Journal bytes past which a new snapshot replaces it (default 64 MiB, or the snapshot's size if larger). */
+  journalCompactBytes?: number;
+};
 
 export async function startEmbeddedMongo(opts: EmbeddedMongoOptions = {}): Promise<EmbeddedMongo> {
   const host = opts.host ?? '127.0.0.1';
-  const server = new EmbeddedServer({ port: opts.port ?? 0, host, dbPath: opts.dbPath });
+  const server = new EmbeddedServer({ port: opts.port ?? 0, host, dbPath: opts.dbPath, journalCompactBytes: opts.journalCompactBytes });
   const port = await server.listen();
   let stopping: Promise<void> | undefined;
   // A wildcard listener is reached through loopback; IPv6 literals need brackets in a URI.

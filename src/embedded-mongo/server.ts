@@ -6,7 +6,7 @@ import { runCommand, type CommandContext } from './commands.js';
 import { Engine } from './engine.js';
 import { MessageReader, encodeMsg, encodeReply, parseMessage, type Request } from './wire.js';
 
-export type ServerOptions = { port: number; host: string; dbPath?: string; ttlIntervalMs?: number };
+export type ServerOptions = { port: number; host: string; dbPath?: string; journalCompactBytes?: number; ttlIntervalMs?: number };
 
 export class EmbeddedServer {
   readonly engine: Engine;
@@ -17,7 +17,7 @@ export class EmbeddedServer {
   private timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly opts: ServerOptions) {
-    this.engine = new Engine(opts.dbPath);
+    this.engine = new Engine({ dbPath: opts.dbPath, journalCompactBytes: opts.journalCompactBytes });
     this.server = net.createServer((socket) => this.accept(socket));
   }
 
@@ -123,6 +123,6 @@ export class EmbeddedServer {
     for (const s of this.sockets) s.destroy();
     this.engine.wakeAll();
     await closed;
-    this.engine.close();
+    await this.engine.close();
   }
 }
