@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -11,5 +12,10 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
       'no-console': 'off',
     },
+  },
+  {
+    // The console's browser script: plain JavaScript run by browsers.
+    files: ['src/console/assets/**/*.js'],
+    languageOptions: { globals: globals.browser, sourceType: 'script' },
   },
 );

@@ -75,6 +75,13 @@ const schema = z
     JOB_EVENTS: z.enum(['auto', 'changestream', 'poll']).default('auto'),
     JOB_EVENTS_POLL_MS: int(500, 50),
 
+    /** Behind a reverse proxy: take the client's address and protocol from X-Forwarded-For/-Proto. */
+    TRUST_PROXY: bool(false),
+    CONSOLE_SESSION_IDLE_MINUTES: int(30, 1, 24 * 60),
+    CONSOLE_SESSION_MAX_HOURS: int(12, 1, 24 * 30),
+    /** The console warns when the balance is below this. */
+    LOW_BALANCE_THRESHOLD: int(10, 0),
+
     GRAPHQL_INTROSPECTION: bool(true),
     GRAPHQL_MAX_DEPTH: int(8, 1),
     GRAPHQL_MAX_ALIASES: int(15, 0),

@@ -1,38 +1,53 @@
 /**
- * Composition root: builds every domain service once from config + deps. REST routes, GraphQL resolvers
- * and workers all receive this one `Services` object, so they share the same rules and the same caches.
+ * The gateway's composition root: builds every service the gateway process uses, once, from config +
+ * deps. buildApp() hands each door only the interfaces it calls (REST routes, GraphQL, the console);
+ * workers and the CLI have their own roots (workers/services.ts, buildAdminServices below).
  *
  * How to plug in (other modules):
- *  - Add your service to the `Services` interface and build it in `buildServices` at the marked place
- *    (`IMAGE JOBS`, `JOB EVENTS`); close it in `close()` (reverse order of construction).
- *  - Use `credits` (CreditService: charge / refund / voidOp, all idempotent by op id) and `keys`
- *    (KeyAuthenticator) from here; never build a second instance (the key cache and the lastUsedAt
- *    coalescing live in the KeyService instance).
- *  - The mongoose connection is `services.connection`; src/data/collection-watcher.ts watches a
- *    collection (change stream or polling) for cross-process events.
+ *  - Add your service to the `Services` interface and build it in `buildServices`; close it in
+ *    `close()` (reverse order of construction).
+ *  - Never build a second key service: the key cache, revocation fan-out and lastUsedAt coalescing
+ *    live in the instances built here.
  */
 import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
 import type { Config } from './config.js';
 import { MongoAccountStore } from './data/accounts.js';
 import { MongoAuditStore } from './data/audit.js';
+import { databaseHealth, type HealthCheck } from './data/connection.js';
+import { MongoSessionStore, MongoThrottleStore, MongoUserStore } from './data/console.js';
 import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
 import { MongoKeyStore } from './data/keys.js';
 import { AuditLog } from './domain/audit/service.js';
+import { SessionService } from './domain/console/sessions.js';
+import { SignInService } from './domain/console/signin.js';
+import { UserService } from './domain/console/users.js';
 import { CreditService } from './domain/credits/service.js';
 import { LayeredDefinitionCache } from './domain/definitions/cache.js';
 import { DefinitionLookup } from './domain/definitions/service.js';
 import type { DefinitionProvider } from './domain/definitions/types.js';
-import { KeyService } from './domain/keys/service.js';
+import { createKeyServices, type KeyManager } from './domain/keys/index.js';
+import type { KeyVerifier } from './domain/keys/verifier.js';
+import type { LastUsedRecorder } from './domain/keys/last-used.js';
 import { silentLogger, type Logger } from './domain/logger.js';
-import type { CreditBalances } from './domain/ports.js';
+import type { CreditBalances, KeyAuthenticator } from './domain/ports.js';
 import { createDefinitionProvider } from './providers/definitions/index.js';
 import type { ImageProvider } from './providers/images/types.js';
+import { argon2Hasher } from './providers/passwords/argon2.js';
+import type { PasswordHasher } from './domain/console/passwords.js';
 import { openImageJobs, type ImageJobsModule } from './queue/image-jobs.js';
 import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
 import type { ImageJobService } from './domain/ports.js';
 import type { ImageFiles } from './domain/jobs/files.js';
+import { MongoUsageStore } from './data/usage.js';
+import { UsageService } from './domain/usage/service.js';
+
+export interface ConsoleServices {
+  readonly users: UserService;
+  readonly sessions: SessionService;
+  readonly signIn: SignInService;
+}
 
 export interface Services {
   readonly config: Config;
@@ -41,20 +56,29 @@ export interface Services {
   readonly credits: CreditService;
   /** Batched balances (GraphQL DataLoader); the same object as `credits`. */
   readonly balances: CreditBalances;
-  /** API keys: authenticate (KeyAuthenticator), create, list, delete. */
-  readonly keys: KeyService;
+  /** Every API request's key check: 401s, rate limit, last use (REST and GraphQL). */
+  readonly authenticator: KeyAuthenticator;
+  /** Create, list, delete keys (console and CLI only). */
+  readonly keys: KeyManager;
+  readonly keyVerifier: KeyVerifier;
+  readonly lastUsed: LastUsedRecorder;
   readonly definitions: DefinitionLookup;
   readonly audit: AuditLog;
+  /** Usage per account, key (or console), service and day: the console and the CLI read it. */
+  readonly usage: UsageService;
   /** Key change feed state: 'changestream' (keys cached) or 'poll' (no key cache). */
   readonly keyFeedState: () => 'changestream' | 'poll' | 'stopped';
-  /** Image jobs: create, get, list (REST and GraphQL). */
+  /** Image jobs: create, get, list (REST, GraphQL, console). */
   readonly jobs: ImageJobService;
   /** Stored images behind signed URLs. */
   readonly imageFiles: ImageFiles;
-  /** The image-jobs module: queue, runner and sweep, for starting a worker (main.ts, workers/main.ts). */
+  /** The image-jobs module: queue, runner and sweep, for the in-process worker. */
   readonly imageJobs: ImageJobsModule;
-  /** Cross-process job changes for GraphQL `jobStatus`: one watcher per process, started on first subscription. */
+  /** Cross-process job changes (GraphQL `jobStatus`, the console's live playground). */
   readonly jobEvents: JobEvents;
+  /** Readiness: does the database answer? */
+  readonly health: HealthCheck;
+  readonly console: ConsoleServices;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -70,6 +94,8 @@ export interface ServiceDeps {
   host?: string;
   /** Replaces the configured image provider (tests, benchmarks). */
   imageProvider?: ImageProvider;
+  /** Replaces argon2id (tests that create many users). */
+  passwordHasher?: PasswordHasher;
   /** Names this process in the work queue; default `gateway`. */
   role?: string;
 }
@@ -84,13 +110,16 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const keyStore = new MongoKeyStore(connection);
   const auditStore = new MongoAuditStore(connection);
   const cacheStore = new MongoDefinitionCacheStore(connection);
-  await Promise.all([accountStore.init(), keyStore.init(), auditStore.init(), cacheStore.init()]);
+  const userStore = new MongoUserStore(connection);
+  const sessionStore = new MongoSessionStore(connection);
+  const throttleStore = new MongoThrottleStore(connection);
+  await Promise.all([accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore].map((store) => store.init()));
 
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
 
   const credits = new CreditService({ accounts: accountStore, audit: auditStore, host });
-  const keys = new KeyService({
+  const keys = createKeyServices({
     keys: keyStore,
     accounts: accountStore,
     audit: auditStore,
@@ -107,25 +136,45 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     onCacheError: (err) => log.warn({ err }, 'definitions: cache failed'),
   });
   const audit = new AuditLog({ store: auditStore, accounts: accountStore });
+  const usage = await openUsage(connection);
+  const stopRollUps = usage.startRollUps({ everyMs: 3_600_000, onError: (err) => log.warn({ err }, 'usage: roll-up failed') });
 
   const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: deps.role ?? 'gateway' });
   // Started lazily by the first subscriber: workers and the CLI build services too and never watch.
   const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
+
+  const hasher = deps.passwordHasher ?? argon2Hasher;
+  const sessions = new SessionService({
+    sessions: sessionStore,
+    limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
+  });
+  const consoleServices: ConsoleServices = {
+    users: new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore }),
+    sessions,
+    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+  };
 
   return {
     config,
     connection,
     credits,
     balances: credits,
-    keys,
+    authenticator: keys.authenticator,
+    keys: keys.manager,
+    keyVerifier: keys.verifier,
+    lastUsed: keys.lastUsed,
     definitions,
     audit,
+    usage,
     keyFeedState: () => keyFeed.state,
     jobs: imageJobs.service,
     imageFiles: imageJobs.files,
     imageJobs,
     jobEvents,
+    health: databaseHealth(connection),
+    console: consoleServices,
     async close() {
+      stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await jobEvents.close();
       await imageJobs.close();
@@ -139,21 +188,33 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
 /** What the admin CLI needs: accounts, credits, keys and the audit trail; no feeds, no providers. */
 export interface AdminServices {
   readonly credits: CreditService;
-  readonly keys: KeyService;
+  readonly keys: KeyManager;
   readonly audit: AuditLog;
+  /** Usage per account, key (or console), service and day: the console and the CLI read it. */
+  readonly usage: UsageService;
+  readonly users: UserService;
   close(): Promise<void>;
 }
 
-export async function buildAdminServices(deps: { connection: Connection; host?: string }): Promise<AdminServices> {
+export async function buildAdminServices(deps: { connection: Connection; host?: string; passwordHasher?: PasswordHasher }): Promise<AdminServices> {
   const { connection } = deps;
   const accountStore = new MongoAccountStore(connection);
   const keyStore = new MongoKeyStore(connection);
   const auditStore = new MongoAuditStore(connection);
-  await Promise.all([accountStore.init(), keyStore.init(), auditStore.init()]);
+  const userStore = new MongoUserStore(connection);
+  const sessionStore = new MongoSessionStore(connection);
+  await Promise.all([accountStore, keyStore, auditStore, userStore, sessionStore].map((store) => store.init()));
   const credits = new CreditService({ accounts: accountStore, audit: auditStore, host: deps.host ?? hostname() });
   // No change feed: a short-lived process caches nothing; gateways hear of its deletions through theirs.
-  const keys = new KeyService({ keys: keyStore, accounts: accountStore, audit: auditStore });
-  return { credits, keys, audit: new AuditLog({ store: auditStore, accounts: accountStore }), close: () => keys.close() };
+  const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });
+  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: await openUsage(connection), users, close: () => keys.close() };
+}
+
+async function openUsage(connection: Connection): Promise<UsageService> {
+  const store = new MongoUsageStore(connection);
+  await store.init();
+  return new UsageService({ store });
 }
 
 async function closeProvider(provider: DefinitionProvider): Promise<void> {

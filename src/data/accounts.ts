@@ -1,7 +1,9 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection, Document } from 'mongodb';
 import type { AccountRecord, AccountStore, ApplyResult } from '../domain/credits/records.js';
+import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, type AccountDoc } from './models/account.js';
+import { usageBucket } from './models/usage.js';
 
 /**
  * Accounts and balances on MongoDB. Balance changes go straight to the driver (no mongoose document
@@ -29,7 +31,7 @@ export class MongoAccountStore implements AccountStore {
   async find(accountId: string): Promise<AccountRecord | null> {
     const _id = toObjectId(accountId);
     if (!_id) return null;
-    const doc = await this.collection.findOne({ _id }, { projection: { ops: 0 } });
+    const doc = await this.collection.findOne({ _id }, { projection: { ops: 0, ...WITHOUT_USAGE } });
     return doc ? toRecord(doc) : null;
   }
 
@@ -37,14 +39,27 @@ export class MongoAccountStore implements AccountStore {
     return (await this.collection.findOne({}, { projection: { _id: 1 } })) === null;
   }
 
-  async apply(accountId: string, delta: number, opId: string | null): Promise<ApplyResult> {
+  async apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount): Promise<ApplyResult> {
     const _id = toObjectId(accountId);
     if (!_id) return { kind: 'unknown_account' };
     const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ...unseen(opId) };
     // The guard: a charge only matches while the balance covers it, so it can never go below zero.
     if (delta < 0) filter.credits = { $gte: -delta };
-    const update: Record<string, unknown> = { $inc: { credits: delta }, $set: { updatedAt: new Date() } };
+    const inc: Record<string, number> = { credits: delta };
+    const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
     if (opId !== null) update.$push = remember(opId);
+    if (usage) {
+      // Usage counts in this same update: it applies exactly when (and as often as) the balance change does.
+      const day = utcDay(usage.at);
+      const bucket = `usage.${usageBucket(day, usage.service, usage.source)}`;
+      if (delta < 0) {
+        inc[`${bucket}.calls`] = 1;
+        inc[`${bucket}.credits`] = -delta;
+      } else {
+        inc[`${bucket}.refunded`] = delta;
+      }
+      update.$min = { usageOldestDay: day };
+    }
     const after = await this.collection.findOneAndUpdate(filter, update, { returnDocument: 'after', projection: { credits: 1 } });
     if (after) return { kind: 'applied', balance: after.credits };
     // No match: tell apart an operation already applied or voided, a balance too low and an unknown
@@ -80,6 +95,9 @@ export class MongoAccountStore implements AccountStore {
     return accountIds.map((id) => byId.get(id.toLowerCase()) ?? null);
   }
 }
+
+/** Leaves the usage counters out of a read of the account: only the usage store reads them. */
+export const WITHOUT_USAGE = { usage: 0, usageOldestDay: 0 } as const;
 
 /** What voidOp records instead of the id: an id voided never applies, and is told apart from one applied. */
 function voidMarker(opId: string): string {

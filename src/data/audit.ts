@@ -1,6 +1,6 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection } from 'mongodb';
-import type { AuditEntry, AuditEntryInput, AuditStore } from '../domain/audit/types.js';
+import type { AuditEntry, AuditEntryInput, AuditFilter, AuditStore } from '../domain/audit/types.js';
 import { auditEntryModel, type AuditEntryDoc } from './models/audit-entry.js';
 import { ignoreExists, nativeCollection } from './accounts.js';
 
@@ -23,6 +23,7 @@ export class MongoAuditStore implements AuditStore {
     const doc: Omit<AuditEntryDoc, '_id'> = {
       event: entry.event,
       accountId: entry.accountId,
+      userAgent: entry.userAgent ?? null,
       actor: entry.actor,
       ip: entry.ip,
       host: entry.host,
@@ -46,6 +47,21 @@ export class MongoAuditStore implements AuditStore {
     const cursor = this.collection.find({ accountId }).sort({ createdAt: 1, _id: 1 });
     for await (const doc of cursor) yield toEntry(doc);
   }
+
+  async *query(accountId: string, filter: AuditFilter): AsyncIterable<AuditEntry> {
+    const createdAt: Record<string, Date> = {};
+    if (filter.from) createdAt.$gte = filter.from;
+    if (filter.to) createdAt.$lt = filter.to;
+    const cursor = this.collection
+      .find({
+        accountId,
+        ...(filter.events?.length ? { event: { $in: [...filter.events] } } : {}),
+        ...(filter.from || filter.to ? { createdAt } : {}),
+      })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(filter.limit ?? 0);
+    for await (const doc of cursor) yield toEntry(doc);
+  }
 }
 
 function toEntry(doc: AuditEntryDoc): AuditEntry {
@@ -53,6 +69,7 @@ function toEntry(doc: AuditEntryDoc): AuditEntry {
     id: String(doc._id),
     event: doc.event,
     accountId: doc.accountId,
+    userAgent: doc.userAgent ?? null,
     actor: doc.actor,
     ip: doc.ip ?? null,
     host: doc.host,

@@ -46,3 +46,21 @@ export function isDatabaseUnavailableError(err: unknown): boolean {
   const message = (err as { message?: unknown }).message;
   return typeof message === 'string' && /Cannot call `[^`]+` before initial connection is complete|Client must be connected/.test(message);
 }
+
+/** Readiness as the health route sees it: nothing but a yes or no. */
+export interface HealthCheck {
+  ready(): Promise<boolean>;
+}
+
+export function databaseHealth(connection: Connection): HealthCheck {
+  return {
+    async ready() {
+      try {
+        await connection.db!.command({ ping: 1 }, { timeoutMS: 2000 });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}

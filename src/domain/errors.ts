@@ -70,6 +70,10 @@ export const ERROR_CATALOG = {
     message: 'Content-Type must be application/json',
     retryable: false,
   },
+  not_signed_in: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Sign in to continue', retryable: false },
+  invalid_credentials: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid email or password', retryable: false },
+  too_many_attempts: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many attempts', retryable: true },
+  cross_site_request: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Cross-site request refused', retryable: false },
   rate_limited: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many requests', retryable: true },
   provider_failed: {
     httpStatus: 502,

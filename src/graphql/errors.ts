@@ -1,9 +1,6 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { isDatabaseUnavailableError } from '../data/connection.js';
-import { AppError, ERROR_CATALOG, isAppError } from '../domain/errors.js';
-
-/** Seconds a client is asked to wait when the database is unreachable (as REST's Retry-After). */
-const DATABASE_RETRY_AFTER_SECONDS = 5;
+import { AppError, ERROR_CATALOG } from '../domain/errors.js';
+import { knownAppError } from '../edge/errors.js';
 
 /**
  * The GraphQL edge of the error catalog. An AppError becomes its catalog text and `extensions.code`
@@ -38,9 +35,9 @@ const INTERNAL: GraphQLFormattedError = {
 export function appErrorOf(error: unknown): AppError | undefined {
   let e: unknown = error;
   for (let depth = 0; depth < 4 && e; depth++) {
-    if (isAppError(e)) return e;
-    // The same rule as REST: an unreachable database is a 503 the client may retry, not a fault.
-    if (isDatabaseUnavailableError(e)) return new AppError('database_unavailable', { retryAfter: DATABASE_RETRY_AFTER_SECONDS, cause: e });
+    // The same rule as every door: an unreachable database is a 503 the client may retry, not a fault.
+    const known = knownAppError(e);
+    if (known) return known;
     e = typeof e === 'object' && 'originalError' in e ? (e as { originalError?: unknown }).originalError : undefined;
   }
   return undefined;

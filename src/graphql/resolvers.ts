@@ -2,7 +2,7 @@ import { Arg, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subs
 import { AppError } from '../domain/errors.js';
 import type { JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
-import { jobStatusStream } from './job-status.js';
+import { watchJob } from '../queue/job-watch.js';
 import { AccountType, GenerateResultType, JobConnectionType, JobType, LookupResultType } from './types.js';
 
 /**
@@ -39,7 +39,7 @@ export class JobResolver {
 
   @Subscription(() => JobType, {
     description: 'The job now, then on every change; completes after completed or failed.',
-    subscribe: ({ args, context }) => jobStatusStream(context as GraphQLContext, String(args.jobId)),
+    subscribe: ({ args, context }) => watchJob(context as GraphQLContext, String(args.jobId)),
   })
   jobStatus(@Arg('jobId', () => ID) _jobId: string, @Root() job: JobView): JobView {
     return job;

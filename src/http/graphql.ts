@@ -9,7 +9,7 @@ import {
 } from '@apollo/server/plugin/disabled';
 import { fastifyApolloHandler } from '@as-integrations/fastify';
 import { ApolloArmor } from '@escape.tech/graphql-armor';
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import {
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
@@ -30,6 +30,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
+import { errorHeaders, logLevelOf, toAppError } from '../edge/errors.js';
 import { appErrorOf, errorFormatter, formatGraphQLError, isMaskedError, toRequestError, type ErrorFormatter } from '../graphql/errors.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
 
@@ -62,6 +63,7 @@ export interface GraphQLDoor {
 
 export interface GraphQLDoorOptions {
   config: Config;
+  /** The services as this deployment exposes them (src/edge/exposed.ts). */
   services: GraphQLServices;
   /** Base address of image URLs for a request (the app's rule, shared with REST). */
   baseUrlOf?: (req: { headers: IncomingMessage['headers']; protocol: 'http' | 'https' }) => string;
@@ -80,8 +82,7 @@ type WsExtra = Extra & { state?: ConnectionState };
 
 /** Registers `/graphql` (HTTP and WebSocket) on `app`. Call before `app.listen()`/`app.ready()`. */
 export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOptions): Promise<GraphQLDoor> {
-  const { config } = opts;
-  const services = onlyEnabled(opts.services, config.SERVICES);
+  const { config, services } = opts;
   const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
   const schema = await buildGraphQLSchema();
   const log = app.log;
@@ -132,12 +133,11 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   });
   await apollo.start();
 
-  // The caller of each request, authenticated in onRequest (before the body is read, so a 401 comes
-  // before 400/413/415 as in REST) and handed to Apollo's context.
-  const principals = new WeakMap<FastifyRequest, KeyPrincipal>();
+  // The caller of each request, authenticated by the edge in onRequest (before the body is read, so a
+  // 401 comes before 400/413/415 as in REST) and handed to Apollo's context.
   const handler = fastifyApolloHandler(apollo, {
     context: async (request) => {
-      const principal = principals.get(request);
+      const principal = request.principal;
       if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
       return createContext({
         services,
@@ -149,21 +149,17 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   });
 
   await app.register(async (scope) => {
-    scope.addHook('onRequest', async (request) => {
-      principals.set(request, await authenticateHttp(services, request));
-    });
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
-    // content type) keep their catalog status and take the GraphQL response shape.
-    scope.setErrorHandler((err: Error & { statusCode?: number; code?: string }, request, reply) => {
-      const refusal = requestRefusal(err);
-      if (refusal.httpStatus >= 500) request.log.error({ err, requestId: request.id }, 'graphql: unexpected error');
+    // content type) keep the edge's catalog status and headers and take the GraphQL response shape.
+    scope.setErrorHandler((err, request, reply) => {
+      const refusal = toAppError(err);
+      const level = logLevelOf(refusal);
+      if (level) request.log[level]({ err, requestId: request.id }, 'graphql: request refused');
       const formatted = formatGraphQLError({ message: refusal.message }, refusal);
-      if (refusal.retryAfter !== undefined) void reply.header('retry-after', String(refusal.retryAfter));
-      if (refusal.httpStatus === 401) void reply.header('www-authenticate', 'Bearer');
-      return reply.code(refusal.httpStatus).type('application/json; charset=utf-8').send({ errors: [formatted] });
+      return reply.code(refusal.httpStatus).headers(errorHeaders(refusal)).type('application/json; charset=utf-8').send({ errors: [formatted] });
     });
     // No OPTIONS: there is no CORS here (server-side clients), so no preflight to answer.
-    scope.route({ method: ['GET', 'POST'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, handler });
+    scope.route({ method: ['GET', 'POST'], url: GRAPHQL_PATH, bodyLimit: config.BODY_LIMIT_BYTES, config: { auth: 'apiKey' }, handler });
   });
 
   const ws = await attachWebSocket(app, schema, protection.validationRules, { ...opts, services }, baseUrlOf, formatError, log);
@@ -178,43 +174,6 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   app.addHook('preClose', close);
   return { schema, close };
 }
-
-/** What is refused before Apollo runs (key, body), as the same catalog errors REST answers with. */
-function requestRefusal(err: Error & { statusCode?: number; code?: string }): AppError {
-  const known = appErrorOf(err);
-  if (known) return known;
-  if (err.statusCode === 413 || err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new AppError('payload_too_large', { cause: err });
-  if (err.statusCode === 415 || err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new AppError('unsupported_media_type', { cause: err });
-  if (err.statusCode === 400) return new AppError('invalid_json', { cause: err });
-  return new AppError('internal_error', { cause: err });
-}
-
-/**
- * One schema everywhere (schema.graphql is checked byte for byte), but a deployment that does not
- * serve a service (SERVICES) answers its operations as REST answers its routes: NOT_FOUND.
- */
-function onlyEnabled(services: GraphQLServices, enabled: Config['SERVICES']): GraphQLServices {
-  const off = async (): Promise<never> => {
-    throw new AppError('route_not_found');
-  };
-  return {
-    ...services,
-    definitions: enabled.includes('definitions') ? services.definitions : { lookup: off },
-    jobs: enabled.includes('images') ? services.jobs : { create: off, get: off, getMany: off, list: off, viewOf: () => null },
-  };
-}
-
-async function authenticateHttp(services: GraphQLServices, request: FastifyRequest): Promise<KeyPrincipal> {
-  try {
-    return await services.keys.authenticate(request.headers.authorization);
-  } catch (err) {
-    const app = appErrorOf(err);
-    if (app) throw app;
-    request.log.error({ err, requestId: request.id }, 'graphql: authentication failed unexpectedly');
-    throw new AppError('internal_error', { cause: err });
-  }
-}
-
 /** Logs every error that reaches the client masked, with the request id to find it by. */
 function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
   // One listener for every request: it keeps no state of its own.

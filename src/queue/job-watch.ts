@@ -1,16 +1,26 @@
 import { FINAL_JOB_STATUSES, type JobView } from '../domain/jobs/types.js';
 import type { JobRecord } from '../domain/jobs/records.js';
-import type { GraphQLContext } from './context.js';
+import type { ImageJobService, JobUrlContext } from '../domain/ports.js';
+import type { Principal } from '../domain/principal.js';
+import type { JobEvents } from './job-events.js';
+
+export interface JobWatch {
+  services: { jobs: ImageJobService; jobEvents: JobEvents };
+  principal: Principal;
+  urls: JobUrlContext;
+  /** Aborting ends the stream with the signal's reason (GraphQL: the key was deleted). */
+  signal: AbortSignal;
+}
 
 /**
- * The `jobStatus` event stream: the job's current state first, then every visible change, ending after
+ * A job as it changes, for any door that pushes (GraphQL `jobStatus`, the console's playground): the job's current state first, then every visible change, ending after
  * `completed` or `failed`. Listening starts BEFORE the current state is read, so a change landing in
  * between is not lost; events older than (or equal to) what was already sent are dropped.
  *
  * Built as a hand-written iterator rather than an async generator: a generator suspended in an await
  * cannot be returned early, and a client that unsubscribes must release its listener at once.
  */
-export async function jobStatusStream(ctx: GraphQLContext, jobId: string): Promise<AsyncIterableIterator<JobView>> {
+export async function watchJob(ctx: JobWatch, jobId: string): Promise<AsyncIterableIterator<JobView>> {
   const { services, principal, urls, signal } = ctx;
   const out = new PushIterator<JobView>();
   let current: JobView | null = null;

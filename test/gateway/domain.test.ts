@@ -6,7 +6,7 @@ import { DefinitionLookup } from '../../src/domain/definitions/service.js';
 import { parseKeyword } from '../../src/domain/definitions/validation.js';
 import { parseBearer } from '../../src/domain/keys/format.js';
 import { RateLimiter } from '../../src/domain/keys/rate-limit.js';
-import { KeyService } from '../../src/domain/keys/service.js';
+import { createKeyServices } from '../../src/domain/keys/index.js';
 import { ScriptedProvider } from './fakes.js';
 import { ManualKeyFeed, MemoryAccountStore, MemoryAuditStore, MemoryKeyStore } from './memory-fakes.js';
 
@@ -74,23 +74,23 @@ describe('CreditService', () => {
   });
 });
 
-describe('KeyService', () => {
+describe('key services', () => {
   async function setup(feed?: ManualKeyFeed, extra: { rateLimitPerMinute?: number; lastUsedIntervalMs?: number } = {}) {
     const accounts = new MemoryAccountStore();
     const keys = new MemoryKeyStore();
     const audit = new MemoryAuditStore();
-    const service = new KeyService({ keys, accounts, audit, changes: feed, ...extra });
+    const k = createKeyServices({ keys, accounts, audit, changes: feed, ...extra });
     const acc = await accounts.create('a', 10, new Date());
-    const created = await service.create(acc.id, 'k', actor);
-    return { keys, audit, service, acc, created, header: `Bearer ${created.key}` };
+    const created = await k.manager.create(acc.id, 'k', actor);
+    return { keys, audit, k, acc, created, header: `Bearer ${created.key}` };
   }
 
   it('the contract 401s, in order', async () => {
-    const { service } = await setup();
-    expect(await code(service.authenticate(undefined))).toBe('missing_authorization');
-    expect(await code(service.authenticate('Token abc'))).toBe('missing_authorization');
-    expect(await code(service.authenticate('Bearer abc'))).toBe('invalid_api_key_format');
-    expect(await code(service.authenticate(`Bearer wi_live_${'0'.repeat(64)}`))).toBe('invalid_api_key');
+    const { k } = await setup();
+    expect(await code(k.authenticator.authenticate(undefined))).toBe('missing_authorization');
+    expect(await code(k.authenticator.authenticate('Token abc'))).toBe('missing_authorization');
+    expect(await code(k.authenticator.authenticate('Bearer abc'))).toBe('invalid_api_key_format');
+    expect(await code(k.authenticator.authenticate(`Bearer wi_live_${'0'.repeat(64)}`))).toBe('invalid_api_key');
   });
 
   it('parses Bearer headers strictly', () => {
@@ -102,62 +102,62 @@ describe('KeyService', () => {
   });
 
   it('without a feed, every request reads the database (no cache)', async () => {
-    const { service, keys, header } = await setup();
-    await service.authenticate(header);
-    await service.authenticate(header);
+    const { k, keys, header } = await setup();
+    await k.authenticator.authenticate(header);
+    await k.authenticator.authenticate(header);
     expect(keys.reads).toBe(2);
-    expect(service.cachedKeys).toBe(0);
+    expect(k.verifier.cachedKeys).toBe(0);
   });
 
   it('with a live feed, caches; any change event evicts; a deletion is announced', async () => {
     const feed = new ManualKeyFeed();
-    const { service, keys, header, created } = await setup(feed);
+    const { k, keys, header, created } = await setup(feed);
     const revoked: string[] = [];
-    service.onRevoked((id) => revoked.push(id));
-    await service.authenticate(header);
-    await service.authenticate(header);
+    k.authenticator.onRevoked((id) => revoked.push(id));
+    await k.authenticator.authenticate(header);
+    await k.authenticator.authenticate(header);
     expect(keys.reads).toBe(1);
     feed.change(created.id, false);
-    await service.authenticate(header);
+    await k.authenticator.authenticate(header);
     expect(keys.reads).toBe(2);
     keys.keys.get(created.id)!.deletedAt = new Date();
     feed.change(created.id, true);
     expect(revoked).toEqual([created.id]);
-    expect(await code(service.authenticate(header))).toBe('invalid_api_key');
+    expect(await code(k.authenticator.authenticate(header))).toBe('invalid_api_key');
   });
 
   it('losing the feed drops the cache and stops caching', async () => {
     const feed = new ManualKeyFeed();
-    const { service, keys, header } = await setup(feed);
-    await service.authenticate(header);
-    expect(service.cachedKeys).toBe(1);
+    const { k, keys, header } = await setup(feed);
+    await k.authenticator.authenticate(header);
+    expect(k.verifier.cachedKeys).toBe(1);
     feed.lose();
-    expect(service.cachedKeys).toBe(0);
-    await service.authenticate(header);
-    await service.authenticate(header);
+    expect(k.verifier.cachedKeys).toBe(0);
+    await k.authenticator.authenticate(header);
+    await k.authenticator.authenticate(header);
     expect(keys.reads).toBe(3);
-    expect(service.cachedKeys).toBe(0);
+    expect(k.verifier.cachedKeys).toBe(0);
   });
 
   it('a read overtaken by a change event is not cached', async () => {
     const feed = new ManualKeyFeed();
-    const { service, keys, header, created } = await setup(feed);
+    const { k, keys, header, created } = await setup(feed);
     keys.duringRead = () => {
       keys.keys.get(created.id)!.deletedAt = new Date();
       feed.change(created.id, true);
       keys.duringRead = undefined;
     };
-    await service.authenticate(header); // read the key as active, but it was deleted meanwhile
-    expect(service.cachedKeys).toBe(0);
-    expect(await code(service.authenticate(header))).toBe('invalid_api_key');
+    await k.authenticator.authenticate(header); // read the key as active, but it was deleted meanwhile
+    expect(k.verifier.cachedKeys).toBe(0);
+    expect(await code(k.authenticator.authenticate(header))).toBe('invalid_api_key');
   });
 
   it('a local delete evicts at once, even while the feed is slow', async () => {
     const feed = new ManualKeyFeed();
-    const { service, header, created, audit } = await setup(feed);
-    await service.authenticate(header);
-    await service.delete(created.id, actor);
-    expect(await code(service.authenticate(header))).toBe('invalid_api_key');
+    const { k, header, created, audit } = await setup(feed);
+    await k.authenticator.authenticate(header);
+    await k.manager.delete(created.id, actor);
+    expect(await code(k.authenticator.authenticate(header))).toBe('invalid_api_key');
     expect(audit.entries.map((e) => e.event)).toEqual(['key.created', 'key.deleted']);
     expect(audit.entries[1]).toMatchObject({ keyId: created.id, keyPrefix: created.key.slice(0, 12), ip: '1.2.3.4' });
   });
@@ -165,38 +165,38 @@ describe('KeyService', () => {
   it('coalesces lastUsedAt: many uses, one write per interval, none on the request path', async () => {
     vi.useFakeTimers();
     try {
-      const { service, keys, header } = await setup(undefined, { lastUsedIntervalMs: 60_000 });
-      for (let i = 0; i < 50; i++) await service.authenticate(header);
+      const { k, keys, header } = await setup(undefined, { lastUsedIntervalMs: 60_000 });
+      for (let i = 0; i < 50; i++) await k.authenticator.authenticate(header);
       expect(keys.useWrites).toHaveLength(0);
       await vi.advanceTimersByTimeAsync(1100);
       expect(keys.useWrites).toHaveLength(1);
-      for (let i = 0; i < 50; i++) await service.authenticate(header);
+      for (let i = 0; i < 50; i++) await k.authenticator.authenticate(header);
       await vi.advanceTimersByTimeAsync(30_000);
       expect(keys.useWrites).toHaveLength(1);
       await vi.advanceTimersByTimeAsync(31_000);
       expect(keys.useWrites).toHaveLength(2);
-      await service.close();
+      await k.close();
     } finally {
       vi.useRealTimers();
     }
   });
 
   it('rate limits per key when configured', async () => {
-    const { service, header } = await setup(undefined, { rateLimitPerMinute: 2 });
-    await service.authenticate(header);
-    await service.authenticate(header);
-    const err = await service.authenticate(header).catch((e: unknown) => e);
+    const { k, header } = await setup(undefined, { rateLimitPerMinute: 2 });
+    await k.authenticator.authenticate(header);
+    await k.authenticator.authenticate(header);
+    const err = await k.authenticator.authenticate(header).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AppError);
     expect((err as AppError).code).toBe('rate_limited');
     expect((err as AppError).retryAfter).toBeGreaterThan(0);
   });
 
   it('validates creation input', async () => {
-    const { service, acc } = await setup();
-    expect(await code(service.create('nope', 'k', actor))).toBe('invalid_request');
-    expect(await code(service.create(acc.id, '  ', actor))).toBe('invalid_request');
-    expect(await code(service.create(acc.id, 'x'.repeat(101), actor))).toBe('invalid_request');
-    expect(await code(service.delete('zz', actor))).toBe('invalid_request');
+    const { k, acc } = await setup();
+    expect(await code(k.manager.create('nope', 'k', actor))).toBe('invalid_request');
+    expect(await code(k.manager.create(acc.id, '  ', actor))).toBe('invalid_request');
+    expect(await code(k.manager.create(acc.id, 'x'.repeat(101), actor))).toBe('invalid_request');
+    expect(await code(k.manager.delete('zz', actor))).toBe('invalid_request');
   });
 });
 

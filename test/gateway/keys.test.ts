@@ -37,11 +37,11 @@ async function lookup(app: TestApp, key: string) {
  * them (a deletion made after them has reached A and B, in order), then look the key up again.
  */
 async function cacheOnAAndB(key: string): Promise<void> {
-  for (const app of [a, b, p]) await app.services.keys.flushUses();
+  for (const app of [a, b, p]) await app.services.lastUsed.flush();
   const marker = await p.createAccountWithKey({ credits: 0 });
   const seen = { a: false, b: false };
-  const offA = a.services.keys.onRevoked((id) => (seen.a ||= id === marker.keyId));
-  const offB = b.services.keys.onRevoked((id) => (seen.b ||= id === marker.keyId));
+  const offA = a.services.authenticator.onRevoked((id) => (seen.a ||= id === marker.keyId));
+  const offB = b.services.authenticator.onRevoked((id) => (seen.b ||= id === marker.keyId));
   await p.services.keys.delete(marker.keyId, actor);
   await until(() => seen.a && seen.b, 'A and B hear a deletion made after the lastUsedAt writes');
   offA();
@@ -63,12 +63,12 @@ describe('revocation', () => {
     for (const app of [a, b, p]) expect((await lookup(app, acc.key)).status).toBe(200);
     await cacheOnAAndB(acc.key);
     // A and B now hold the key in their caches; P never caches.
-    expect(a.services.keys.cachedKeys).toBeGreaterThan(0);
-    expect(b.services.keys.cachedKeys).toBeGreaterThan(0);
-    expect(p.services.keys.cachedKeys).toBe(0);
+    expect(a.services.keyVerifier.cachedKeys).toBeGreaterThan(0);
+    expect(b.services.keyVerifier.cachedKeys).toBeGreaterThan(0);
+    expect(p.services.keyVerifier.cachedKeys).toBe(0);
 
     const revokedOnB: string[] = [];
-    const off = b.services.keys.onRevoked((id) => revokedOnB.push(id));
+    const off = b.services.authenticator.onRevoked((id) => revokedOnB.push(id));
     await a.services.keys.delete(acc.keyId, actor);
     // The deleting instance evicts at once; the others hear it from the database.
     expect((await lookup(a, acc.key)).status).toBe(401);
@@ -78,13 +78,13 @@ describe('revocation', () => {
     expect(onB.status).toBe(401);
     expect(onB.body.error).toBe('Invalid API key');
     off();
-    expect(await a.services.keys.isActive(acc.keyId)).toBe(false);
+    expect(await a.services.authenticator.isActive(acc.keyId)).toBe(false);
   });
 
   it('the poll instance still announces deletions made elsewhere (for open WebSockets)', async () => {
     const acc = await a.createAccountWithKey({ credits: 1 });
     const seen: string[] = [];
-    const off = p.services.keys.onRevoked((id) => seen.push(id));
+    const off = p.services.authenticator.onRevoked((id) => seen.push(id));
     await b.services.keys.delete(acc.keyId, actor);
     await until(() => seen.includes(acc.keyId), 'the poll instance hears of the deletion');
     off();
@@ -120,7 +120,7 @@ describe('keys at rest', () => {
     const t0 = Date.now();
     await lookup(a, acc.key);
     await lookup(a, acc.key);
-    await a.services.keys.flushUses();
+    await a.services.lastUsed.flush();
     const after = (await a.services.keys.list(acc.accountId))[0]!;
     expect(after.lastUsedAt).toBeInstanceOf(Date);
     expect(after.lastUsedAt!.getTime()).toBeGreaterThanOrEqual(t0 - 5);

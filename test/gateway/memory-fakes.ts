@@ -1,17 +1,21 @@
-import type { AuditEntry, AuditEntryInput, AuditStore } from '../../src/domain/audit/types.js';
+import type { AuditEntry, AuditEntryInput, AuditFilter, AuditStore } from '../../src/domain/audit/types.js';
 import type { AccountRecord, AccountStore, ApplyResult } from '../../src/domain/credits/records.js';
 import type { KeyChangeFeed, KeyChangeListener, KeyRecord, KeyStore } from '../../src/domain/keys/records.js';
+import { utcDay, type UsageCount, type UsageRow, type UsageStore } from '../../src/domain/usage/types.js';
 
 let seq = 0;
 const oid = () => (++seq).toString(16).padStart(24, '0');
 
-/** AccountStore with the MongoDB store's semantics (guard, op ids), for domain tests. */
+/** Usage counters of one day, service and source, keyed `<day ms>|<service>|<source>`. */
+export type MemoryUsage = Map<string, UsageRow>;
+
+/** AccountStore with the MongoDB store's semantics (guard, op ids, usage counted with the change), for domain tests. */
 export class MemoryAccountStore implements AccountStore {
-  readonly accounts = new Map<string, AccountRecord & { ops: string[] }>();
+  readonly accounts = new Map<string, AccountRecord & { ops: string[]; usage: MemoryUsage }>();
   applyCalls = 0;
 
   async create(name: string, credits: number, now: Date): Promise<AccountRecord> {
-    const a = { id: oid(), name, credits, createdAt: now, ops: [] as string[] };
+    const a = { id: oid(), name, credits, createdAt: now, ops: [] as string[], usage: new Map() as MemoryUsage };
     this.accounts.set(a.id, a);
     return { id: a.id, name, credits, createdAt: now };
   }
@@ -22,7 +26,7 @@ export class MemoryAccountStore implements AccountStore {
   async isEmpty() {
     return this.accounts.size === 0;
   }
-  async apply(id: string, delta: number, opId: string | null): Promise<ApplyResult> {
+  async apply(id: string, delta: number, opId: string | null, usage?: UsageCount): Promise<ApplyResult> {
     this.applyCalls++;
     const a = this.accounts.get(id);
     if (!a) return { kind: 'unknown_account' };
@@ -31,6 +35,18 @@ export class MemoryAccountStore implements AccountStore {
     if (a.credits + delta < 0) return { kind: 'insufficient', balance: a.credits };
     a.credits += delta;
     if (opId !== null) a.ops = [...a.ops, opId].slice(-1000);
+    if (usage) {
+      const day = utcDay(usage.at);
+      const k = `${day.getTime()}|${usage.service}|${usage.source}`;
+      const row = a.usage.get(k) ?? { day, service: usage.service, source: usage.source, calls: 0, credits: 0, refunded: 0 };
+      if (delta < 0) {
+        row.calls++;
+        row.credits -= delta;
+      } else {
+        row.refunded += delta;
+      }
+      a.usage.set(k, row);
+    }
     return { kind: 'applied', balance: a.credits };
   }
   async settle(id: string, opId: string) {
@@ -49,6 +65,38 @@ export class MemoryAccountStore implements AccountStore {
   }
 }
 
+/** UsageStore over a MemoryAccountStore's counters: rolled-up days move to `rows`. */
+export class MemoryUsageStore implements UsageStore {
+  readonly rows = new Map<string, MemoryUsage>();
+  rollUps: { accountId: string; before: Date }[] = [];
+
+  constructor(private readonly accounts: MemoryAccountStore) {}
+
+  async rollUp(accountId: string, before: Date): Promise<void> {
+    this.rollUps.push({ accountId, before });
+    const a = this.accounts.accounts.get(accountId);
+    if (!a) return;
+    const rows = this.rows.get(accountId) ?? new Map<string, UsageRow>();
+    for (const [k, row] of a.usage) {
+      if (row.day >= before) continue;
+      rows.set(k, { ...row });
+      a.usage.delete(k);
+    }
+    this.rows.set(accountId, rows);
+  }
+  async rollUpStale(before: Date, limit: number): Promise<number> {
+    const stale = [...this.accounts.accounts.values()].filter((a) => [...a.usage.values()].some((r) => r.day < before)).slice(0, limit);
+    for (const a of stale) await this.rollUp(a.id, before);
+    return stale.length;
+  }
+  async read(accountId: string, from: Date, to: Date): Promise<UsageRow[] | null> {
+    const a = this.accounts.accounts.get(accountId);
+    if (!a) return null;
+    const merged = new Map([...(this.rows.get(accountId) ?? []), ...a.usage]);
+    return [...merged.values()].filter((r) => r.day >= from && r.day <= to).map((r) => ({ ...r }));
+  }
+}
+
 export class MemoryAuditStore implements AuditStore {
   readonly entries: AuditEntry[] = [];
   async record(e: AuditEntryInput, at: Date): Promise<void> {
@@ -60,6 +108,7 @@ export class MemoryAuditStore implements AuditStore {
       actor: e.actor,
       ip: e.ip,
       host: e.host,
+      userAgent: e.userAgent ?? null,
       keyId: e.keyId ?? null,
       keyPrefix: e.keyPrefix ?? null,
       amount: e.amount ?? null,
@@ -68,6 +117,17 @@ export class MemoryAuditStore implements AuditStore {
       createdAt: at,
     });
   }
+  async *query(accountId: string, filter: AuditFilter) {
+    const hits = this.entries.filter(
+      (e) =>
+        e.accountId === accountId &&
+        (!filter.events?.length || filter.events.includes(e.event)) &&
+        (!filter.from || e.createdAt >= filter.from) &&
+        (!filter.to || e.createdAt < filter.to),
+    );
+    yield* hits.reverse().slice(0, filter.limit || undefined);
+  }
+
   async *listForAccount(accountId: string) {
     yield* this.entries.filter((e) => e.accountId === accountId);
   }

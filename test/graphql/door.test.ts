@@ -14,6 +14,7 @@ import type { DefinitionService, KeyAuthenticator } from '../../src/domain/ports
 import type { KeyPrincipal } from '../../src/domain/principal.js';
 import type { GraphQLServices } from '../../src/graphql/context.js';
 import { printSchemaFile } from '../../src/graphql/schema.js';
+import { registerEdgeAuth } from '../../src/edge/auth.js';
 import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql.js';
 import type { JobEvents, JobListener } from '../../src/queue/job-events.js';
 import { MemoryCredits, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
@@ -109,6 +110,8 @@ beforeAll(async () => {
     balances: { balances: async (ids) => ids.map((id) => credits.balances.get(id) ?? null) },
   };
   app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => void logs.push(JSON.parse(line)) } } });
+  // The door sits behind the shared edge, which authenticates every request it marks `auth: 'apiKey'`.
+  registerEdgeAuth(app, { keys });
   door = await registerGraphQL(app, { config, services });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
@@ -258,6 +261,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
       definitions: { lookup: (p, k) => definitionImpl(p, k) },
       balances: { balances: async (ids) => ids.map(() => 1) },
     };
+    registerEdgeAuth(closed, { keys });
     await registerGraphQL(closed, { config, services });
     await closed.listen({ port: 0, host: '127.0.0.1' });
     try {

@@ -1,4 +1,5 @@
 import { Schema, Types, type Connection, type Model } from 'mongoose';
+import type { UsageCounters } from './usage.js';
 
 /** Stored shape of an account (collection `accounts`). */
 export interface AccountDoc {
@@ -11,6 +12,14 @@ export interface AccountDoc {
    * removes them): what makes a retried operation apply at most once. One-shot changes (lookups) add none.
    */
   ops: string[];
+  /**
+   * Usage counters of recent days, by bucket `<yyyymmdd>_<service>_<source>` (see usageBucket): changed
+   * in the same update as the balance; past days move to the `usage` collection (MongoUsageStore).
+   * Every read of the account but usage's own leaves it out.
+   */
+  usage?: Record<string, UsageCounters>;
+  /** At or before the day of the oldest bucket in `usage` (absent: none): how a roll-up finds accounts. */
+  usageOldestDay?: Date;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -32,11 +41,14 @@ const accountSchema = new Schema<AccountDoc>(
       validate: { validator: Number.isInteger, message: 'credits must be an integer' },
     },
     ops: { type: [String], default: [] },
+    usage: { type: Schema.Types.Mixed },
+    usageOldestDay: { type: Date },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },
   { collection: 'accounts', versionKey: false },
 );
+accountSchema.index({ usageOldestDay: 1 }, { sparse: true });
 
 export function accountModel(connection: Connection): Model<AccountDoc> {
   return (connection.models.Account as Model<AccountDoc> | undefined) ?? connection.model<AccountDoc>('Account', accountSchema);

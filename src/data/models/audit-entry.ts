@@ -8,7 +8,8 @@ export const AUDIT_RETENTION_SECONDS = 90 * 24 * 3600;
 export interface AuditEntryDoc {
   _id: Types.ObjectId | string;
   event: AuditEvent;
-  accountId: string;
+  accountId: string | null;
+  userAgent?: string | null;
   actor: string;
   ip: string | null;
   host: string;
@@ -25,7 +26,8 @@ const auditSchema = new Schema<AuditEntryDoc>(
     // An ObjectId, or `<event>:<accountId>:<opId>` for entries of idempotent credit operations.
     _id: { type: Schema.Types.Mixed },
     event: { type: String, enum: AUDIT_EVENTS, required: true },
-    accountId: { type: String, required: true },
+    accountId: { type: String, default: null },
+    userAgent: { type: String, default: null },
     actor: { type: String, required: true },
     ip: { type: String, default: null },
     host: { type: String, required: true },
@@ -40,6 +42,7 @@ const auditSchema = new Schema<AuditEntryDoc>(
 );
 auditSchema.index({ createdAt: 1 }, { expireAfterSeconds: AUDIT_RETENTION_SECONDS });
 auditSchema.index({ accountId: 1, createdAt: 1 });
+auditSchema.index({ accountId: 1, event: 1, createdAt: -1 });
 
 export function auditEntryModel(connection: Connection): Model<AuditEntryDoc> {
   return (connection.models.AuditEntry as Model<AuditEntryDoc> | undefined) ?? connection.model<AuditEntryDoc>('AuditEntry', auditSchema);

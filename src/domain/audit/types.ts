@@ -1,5 +1,17 @@
 /** Audit trail entries (kept 90 days by a TTL index; exported per account as JSON lines). */
-export const AUDIT_EVENTS = ['account.created', 'key.created', 'key.deleted', 'credits.granted', 'credits.refunded'] as const;
+export const AUDIT_EVENTS = [
+  'account.created',
+  'key.created',
+  'key.deleted',
+  'credits.granted',
+  'credits.refunded',
+  'user.created',
+  'user.deleted',
+  'console.signed_in',
+  'console.sign_in_failed',
+  'console.signed_out',
+  'console.session_ended',
+] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 
 /** Who did it and from where: a console/CLI user, an API request, or a worker. */
@@ -14,7 +26,10 @@ export interface AuditActor {
 
 export interface AuditEntryInput extends AuditActor {
   event: AuditEvent;
-  accountId: string;
+  /** Null only for a failed console sign-in with an email no user has. */
+  accountId: string | null;
+  /** The requester's user agent (console events). */
+  userAgent?: string | null;
   keyId?: string | null;
   keyPrefix?: string | null;
   /** Credits granted or refunded. */
@@ -35,4 +50,15 @@ export interface AuditStore {
   record(entry: AuditEntryInput, at: Date): Promise<void>;
   /** The account's entries, oldest first. */
   listForAccount(accountId: string): AsyncIterable<AuditEntry>;
+  /** The account's entries matching the filter, newest first (the console's audit log and its exports). */
+  query(accountId: string, filter: AuditFilter): AsyncIterable<AuditEntry>;
+}
+
+export interface AuditFilter {
+  events?: readonly AuditEvent[];
+  /** Inclusive lower bound on createdAt. */
+  from?: Date;
+  /** Exclusive upper bound on createdAt. */
+  to?: Date;
+  limit?: number;
 }

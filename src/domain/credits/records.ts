@@ -1,3 +1,5 @@
+import type { UsageCount } from '../usage/types.js';
+
 /** Persistence of accounts and their balances, implemented in src/data (MongoDB) and by test fakes. */
 export interface AccountRecord {
   id: string;
@@ -26,8 +28,10 @@ export interface AccountStore {
    * and records `opId` on the account, unless `opId` is already recorded: at most once per op id, for
    * as long as the id stays recorded (until settle). A null opId is a one-shot change that nothing
    * retries: nothing is recorded.
+   * `usage` is counted in the same update (so only when the change applies, and once per op id): a
+   * negative delta counts one call and its credits, a positive one refunded credits. Grants pass none.
    */
-  apply(accountId: string, delta: number, opId: string | null): Promise<ApplyResult>;
+  apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount): Promise<ApplyResult>;
   /** Records `opId` without a balance change so it can never apply later; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'>;
   /**

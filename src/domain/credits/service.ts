@@ -1,6 +1,7 @@
 import { AppError, UnreachableCaseError, invalid } from '../errors.js';
 import type { CreditBalances } from '../ports.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
+import type { UsageTag } from '../usage/types.js';
 import type { AccountRecord, AccountStore, ApplyResult } from './records.js';
 
 export interface CreditServiceDeps {
@@ -28,6 +29,9 @@ export interface RefundInfo {
  * stays recorded until its owner has written the outcome down (the job) and calls settle, however
  * many other operations the account sees meanwhile. A one-shot change (opId null: a lookup's charge
  * and its immediate refund) records nothing.
+ *
+ * Usage metering rides on the same update: a charge or refund tagged with its service and source
+ * counts itself on the account, so the counts agree with the balance whatever crashes or retries.
  */
 export class CreditService implements CreditBalances {
   private readonly now: () => Date;
@@ -56,10 +60,14 @@ export class CreditService implements CreditBalances {
     return this.deps.accounts.isEmpty();
   }
 
-  /** Deducts `amount` (once per opId) and returns the balance after it. 402 when the balance is too low (nothing charged). */
-  async charge(accountId: string, amount: number, opId: string | null): Promise<number> {
+  /**
+   * Deducts `amount` (once per opId), counted as one call of `usage`, and returns the balance after it.
+   * 402 when the balance is too low (nothing charged, nothing counted). The domain's ports (LookupCredits,
+   * JobCredits) require `usage`; it is optional here only for tests of the balance rules alone.
+   */
+  async charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     assertPositive(amount);
-    const result = await this.deps.accounts.apply(accountId, -amount, opId);
+    const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
     switch (result.kind) {
       case 'applied':
       case 'already_applied':
@@ -77,14 +85,14 @@ export class CreditService implements CreditBalances {
     }
   }
 
-  /** Gives `amount` back (once per opId), audited. */
-  async refund(accountId: string, amount: number, opId: string | null, info: RefundInfo, actor?: AuditActor): Promise<void> {
+  /** Gives `amount` back (once per opId), audited, and counted as refunded credits of `usage`. */
+  async refund(accountId: string, amount: number, opId: string | null, info: RefundInfo, usage?: UsageTag, actor?: AuditActor): Promise<void> {
     assertPositive(amount);
-    const result = await this.deps.accounts.apply(accountId, amount, opId);
+    const result = await this.deps.accounts.apply(accountId, amount, opId, usage && { ...usage, at: this.now() });
     await this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
   }
 
-  /** Adds credits (admin); once per opId, audited. */
+  /** Adds credits (admin); once per opId, audited. Not usage. */
   async grant(accountId: string, amount: unknown, opId: string, actor: AuditActor): Promise<number> {
     if (!isCount(amount) || amount === 0) throw invalid('amount', 'amount must be a positive integer');
     const result = await this.deps.accounts.apply(accountId, amount, opId);

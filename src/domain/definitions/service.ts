@@ -1,14 +1,15 @@
 import { AppError } from '../errors.js';
 import type { DefinitionResult, DefinitionService } from '../ports.js';
-import type { Principal } from '../principal.js';
+import { sourceOf, type Principal } from '../principal.js';
+import type { UsageTag } from '../usage/types.js';
 import { DefinitionProviderError, noDefinitionText, type DefinitionCache, type DefinitionProvider } from './types.js';
 import { parseKeyword } from './validation.js';
 
 /** What a lookup needs of the credit service. */
 export interface LookupCredits {
-  /** opId null: a one-shot charge, never sent again (nothing for the account to remember). */
-  charge(accountId: string, amount: number, opId: null): Promise<number>;
-  refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string | null; keyword: string }): Promise<unknown>;
+  /** opId null: a one-shot charge, never sent again (nothing for the account to remember). `usage` counts it. */
+  charge(accountId: string, amount: number, opId: null, usage: UsageTag): Promise<number>;
+  refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string | null; keyword: string }, usage: UsageTag): Promise<unknown>;
 }
 
 export interface DefinitionLookupDeps {
@@ -34,14 +35,15 @@ export class DefinitionLookup implements DefinitionService {
     // Charge first: the balance check and the deduction are one guarded update, so concurrent lookups
     // can never spend the same credit twice; a failed provider call gives it back below. Neither is
     // ever sent twice, so neither needs an operation id remembered on the account.
-    const credits = await this.deps.credits.charge(principal.accountId, LOOKUP_COST, null);
+    const usage: UsageTag = { service: 'definitions', source: sourceOf(principal) };
+    const credits = await this.deps.credits.charge(principal.accountId, LOOKUP_COST, null, usage);
     let definition: string;
     try {
       definition = await this.define(keyword);
     } catch (err) {
       // Whatever the provider threw, the caller got nothing: give the credit back.
       const kind = err instanceof DefinitionProviderError ? err.kind : 'failed';
-      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, null, { reason: `provider_${kind}`, keyId: principal.keyId, keyword });
+      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, null, { reason: `provider_${kind}`, keyId: principal.keyId, keyword }, usage);
       throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };

@@ -1,3 +1,4 @@
+import type { UsageTag } from '../usage/types.js';
 import type { ImageStatus, JobStatus } from './types.js';
 
 /** Refund state of one image: a failed image moves none → pending → done, each step once. */
@@ -94,9 +95,13 @@ export interface JobStore {
 
 /** The credit operations jobs need; the gateway core's CreditService provides them (once per opId). */
 export interface JobCredits {
-  /** Atomically deducts `amount`; AppError insufficient_credits when the balance is too low. Returns the new balance. */
-  charge(accountId: string, amount: number, opId: string): Promise<number>;
-  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string | null; reason: string }): Promise<unknown>;
+  /**
+   * Atomically deducts `amount`, counted as one call of `usage`; AppError insufficient_credits when the
+   * balance is too low. Returns the new balance.
+   */
+  charge(accountId: string, amount: number, opId: string, usage: UsageTag): Promise<number>;
+  /** Gives `amount` back, counted as refunded credits of `usage`. */
+  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string | null; reason: string }, usage: UsageTag): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
   /** The job now records the outcome of `opId` (charged, refunded): the account may forget the id. */

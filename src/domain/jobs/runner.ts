@@ -1,6 +1,7 @@
 import type { ImageProvider } from '../../providers/images/types.js';
 import { isRetryableError } from '../../providers/images/types.js';
 import type { ImageStore } from '../../storage/types.js';
+import { sourceOf } from '../principal.js';
 import type { JobCredits, JobStore, JobSummary } from './records.js';
 
 export interface ImageRunnerDeps {
@@ -89,12 +90,14 @@ export class ImageRunner {
 
   /** Settles a refund left pending (by a crash between the steps) and finalizes the job if it is done. */
   async settleRefund(job: JobSummary, index: number): Promise<void> {
-    await this.deps.credits.refund(job.accountId, 1, refundOpId(job.id, index), {
-      jobId: job.id,
-      index,
-      keyId: job.keyId,
-      reason: 'image generation failed',
-    });
+    await this.deps.credits.refund(
+      job.accountId,
+      1,
+      refundOpId(job.id, index),
+      { jobId: job.id, index, keyId: job.keyId, reason: 'image generation failed' },
+      // Counted under whoever started the job (its key, or the console), on the day of the refund.
+      { service: 'images', source: sourceOf(job) },
+    );
     const after = await this.deps.jobs.markRefunded(job.id, index, new Date());
     // The job records the refund (marked here or by whoever got there first): the id may go.
     await this.deps.credits.settle(job.accountId, refundOpId(job.id, index));
@@ -138,7 +141,7 @@ export class ImageRunner {
         const alive = await this.deps.jobs.heartbeat(jobId, index, attempt, new Date());
         if (!alive) return abort.abort();
         await lease.renew?.();
-      })().catch((err: unknown) => this.deps.log?.('heartbeat failed', { jobId, index, err: String(err) }));
+      })().catch((err: unknown) => this.deps.log?.('heartbeat failed', { jobId, index, err }));
     }, every);
     timer.unref();
     return () => clearInterval(timer);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, invalid, isAppError } from '../errors.js';
 import type { ImageJobService, JobPage, JobUrlContext } from '../ports.js';
-import type { Principal } from '../principal.js';
+import { sourceOf, type Principal } from '../principal.js';
 import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.js';
 import type { ImageUrlSigner } from './signed-urls.js';
 import type { JobCreated, JobView } from './types.js';
@@ -67,7 +67,7 @@ export class ImageJobs implements ImageJobService {
     });
     let balance: number;
     try {
-      balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId));
+      balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId), { service: 'images', source: sourceOf(principal) });
     } catch (err) {
       // Only a refused charge is known not to have applied; any other failure is left to the sweep,
       // which asks the credit service whether the charge happened.

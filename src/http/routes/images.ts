@@ -1,20 +1,21 @@
-import type { RouteModule } from './types.js';
+import type { ImageFiles } from '../../domain/jobs/files.js';
+import type { ImageJobService } from '../../domain/ports.js';
+import type { BaseUrlOf, RouteModule } from './types.js';
 
 /**
  * Image service (SERVICES=images): start a job, poll it, and fetch its images by signed URL.
  * POST answers 201 Created with a Location header naming the job's status URL.
  */
-const imageRoutes: RouteModule = async (app, { services, baseUrlOf }) => {
-  const { jobs, imageFiles } = services;
+const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; baseUrlOf: BaseUrlOf }> = async (app, { jobs, imageFiles, baseUrlOf }) => {
 
-  app.post('/api/playground/images', { config: { auth: true } }, async (request, reply) => {
+  app.post('/api/playground/images', { config: { auth: 'apiKey' } }, async (request, reply) => {
     const body = request.body as { prompts?: unknown } | undefined;
     const prompts = body !== null && typeof body === 'object' && !Array.isArray(body) ? body.prompts : undefined;
     const created = await jobs.create(request.principal!, prompts);
     return reply.code(201).header('location', `/api/playground/images/${created.jobId}`).send(created);
   });
 
-  app.get<{ Params: { jobId: string } }>('/api/playground/images/:jobId', { config: { auth: true } }, async (request, reply) => {
+  app.get<{ Params: { jobId: string } }>('/api/playground/images/:jobId', { config: { auth: 'apiKey' } }, async (request, reply) => {
     const job = await jobs.get(request.principal!, request.params.jobId, { baseUrl: baseUrlOf(request) });
     // Progress changes between polls: never serve a cached copy.
     return reply.header('cache-control', 'no-store').send(job);

@@ -1,14 +1,7 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { Config } from '../../config.js';
-import type { Services } from '../../services.js';
+import type { FastifyPluginAsync, FastifyPluginOptions, FastifyRequest } from 'fastify';
 
-/** Options every route module receives from buildApp(). */
-export interface RouteOptions {
-  config: Config;
-  services: Services;
-  /** Base address for URLs handed to clients (signed image URLs). */
-  baseUrlOf: (request: FastifyRequest) => string;
-}
+/** A REST route module: a Fastify plugin given only the interfaces its routes call. */
+export type RouteModule<Deps extends FastifyPluginOptions> = FastifyPluginAsync<Deps>;
 
-/** A REST route module: a Fastify plugin (see src/http/app.ts for how to add one). */
-export type RouteModule = FastifyPluginAsync<RouteOptions>;
+/** Base address for URLs handed to clients (signed image URLs). */
+export type BaseUrlOf = (request: Pick<FastifyRequest, 'protocol' | 'headers'>) => string;

@@ -1,0 +1,130 @@
+// The console works without this script; with it, dialogs open in place, keys are created without a
+// page load, Copy copies, and the playground shows images live as they finish.
+'use strict';
+
+const csrf = () => document.querySelector('main')?.dataset.csrf ?? '';
+
+async function post(url, fields) {
+  const body = new URLSearchParams({ ...fields, _csrf: csrf() });
+  const res = await fetch(url, { method: 'POST', body, headers: { accept: 'application/json' }, credentials: 'same-origin' });
+  const data = await res.json().catch(() => ({ error: `Request failed (${res.status})` }));
+  if (!res.ok) throw new Error(data.error ?? `Request failed (${res.status})`);
+  return data;
+}
+
+function el(tag, attrs = {}, text) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+document.addEventListener('click', (event) => {
+  const target = event.target instanceof Element ? event.target : null;
+  if (!target) return;
+  const opener = target.closest('[data-open]');
+  if (opener) {
+    document.getElementById(opener.dataset.open)?.showModal();
+    return;
+  }
+  const deleter = target.closest('[data-delete-key]');
+  if (deleter) {
+    event.preventDefault();
+    const dialog = document.getElementById('delete-key-dialog');
+    dialog.querySelector('[data-key-name]').textContent = deleter.dataset.keyName;
+    dialog.querySelector('[data-delete-form]').action = `/console/keys/${deleter.dataset.deleteKey}/delete`;
+    dialog.showModal();
+    return;
+  }
+  if (target.closest('[data-close]')) {
+    const dialog = target.closest('dialog');
+    if (dialog?.dataset.reload) location.reload();
+    else dialog?.close();
+    return;
+  }
+  const copy = target.closest('[data-copy]');
+  if (copy) {
+    const text = document.querySelector(copy.dataset.copy)?.textContent ?? '';
+    navigator.clipboard?.writeText(text).then(
+      () => (copy.textContent = 'Copied'),
+      () => (copy.textContent = 'Select and copy'),
+    );
+  }
+});
+
+// Add Key: create through fetch, then show the key once in the same dialog.
+document.querySelector('[data-create-key]')?.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const form = event.currentTarget;
+  const dialog = form.closest('dialog');
+  const error = form.querySelector('[data-error]');
+  try {
+    const created = await post('/console/keys', { name: form.elements.name.value });
+    const panel = dialog.querySelector('[data-created]');
+    panel.replaceChildren(
+      el('p', {}, `Copy the key for “${created.name}” now. It will not be shown again: only its hash is stored.`),
+      Object.assign(el('div', { class: 'copy-row' }), {}),
+    );
+    const row = panel.querySelector('.copy-row');
+    row.append(el('code', { id: 'new-key' }, created.key), el('button', { type: 'button', 'data-copy': '#new-key' }, 'Copy'));
+    panel.append(el('div', { class: 'actions' }));
+    panel.querySelector('.actions').append(el('button', { type: 'button', class: 'secondary', 'data-close': '' }, 'Done'));
+    panel.classList.add('created-key');
+    panel.hidden = false;
+    form.hidden = true;
+    dialog.dataset.reload = 'true';
+    dialog.addEventListener('close', () => location.reload(), { once: true });
+  } catch (err) {
+    error.textContent = err.message;
+    error.hidden = false;
+  }
+});
+
+// Playground: lookups and generation in place; images appear as each one finishes.
+const balance = (credits) => document.querySelectorAll('[data-balance]').forEach((n) => (n.textContent = String(credits)));
+
+document.querySelector('[data-lookup]')?.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const out = document.querySelector('[data-lookup-result]');
+  out.replaceChildren(el('p', {}, 'Looking up…'));
+  try {
+    const result = await post('/console/playground/lookup', { keyword: event.currentTarget.elements.keyword.value });
+    out.replaceChildren(el('h3', {}, result.keyword), el('pre', { class: 'definition' }, result.definition));
+    balance(result.credits);
+  } catch (err) {
+    out.replaceChildren(el('p', { class: 'error', role: 'alert' }, err.message));
+  }
+});
+
+function renderJob(out, job) {
+  const summary = el('p', { class: 'job-status' });
+  summary.append(el('span', { class: `badge ${job.status}` }, job.status), ` ${job.succeededImages} of ${job.totalImages} images done`);
+  if (job.failedImages) summary.append(`, ${job.failedImages} failed (${job.creditsRefunded} credits refunded)`);
+  const list = el('ul', { class: 'images', 'aria-label': 'Images' });
+  for (const image of job.images) {
+    const item = el('li', { class: `image ${image.status}` });
+    item.append(image.url ? el('img', { src: image.url, alt: image.prompt, width: '128', height: '128' }) : el('div', { class: 'placeholder', 'aria-hidden': 'true' }));
+    item.append(el('span', { class: 'prompt' }, image.prompt), el('span', { class: 'status' }, image.error ? `${image.status}: ${image.error}` : image.status));
+    list.append(item);
+  }
+  out.replaceChildren(summary, list);
+}
+
+document.querySelector('[data-generate]')?.addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const out = document.querySelector('[data-generate-result]');
+  out.replaceChildren(el('p', {}, 'Starting…'));
+  try {
+    const created = await post('/console/playground/generate', { prompts: event.currentTarget.elements.prompts.value });
+    balance(created.credits);
+    const events = new EventSource(`/console/playground/jobs/${created.jobId}/events`);
+    events.addEventListener('job', (e) => renderJob(out, JSON.parse(e.data)));
+    events.addEventListener('balance', (e) => {
+      balance(JSON.parse(e.data).credits);
+      events.close();
+    });
+    events.onerror = () => events.close();
+  } catch (err) {
+    out.replaceChildren(el('p', { class: 'error', role: 'alert' }, err.message));
+  }
+});

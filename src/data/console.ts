@@ -1,0 +1,186 @@
+import { Types, type Connection, type Model } from 'mongoose';
+import type { Collection, Document } from 'mongodb';
+import type { SessionRecord, SessionStore, ThrottleState, ThrottleStore, UserRecord, UserStore } from '../domain/console/records.js';
+import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
+import {
+  consoleSessionModel,
+  consoleUserModel,
+  signInThrottleModel,
+  type ConsoleSessionDoc,
+  type ConsoleUserDoc,
+  type SignInThrottleDoc,
+} from './models/console.js';
+
+/** Creates the collection and its indexes (TTL and unique ones included). */
+async function prepare<T extends Document>(connection: Connection, m: Model<T>): Promise<Collection<T>> {
+  await m.createCollection().catch(ignoreExists);
+  await m.createIndexes();
+  return nativeCollection<T>(connection, m.collection.collectionName);
+}
+
+const DUPLICATE_KEY = 11000;
+
+export class MongoUserStore implements UserStore {
+  private collection!: Collection<ConsoleUserDoc>;
+
+  constructor(private readonly connection: Connection) {}
+
+  async init(): Promise<void> {
+    this.collection = await prepare(this.connection, consoleUserModel(this.connection));
+  }
+
+  async insert(user: Omit<UserRecord, 'id'>): Promise<UserRecord | null> {
+    const accountId = toObjectId(user.accountId);
+    if (!accountId) throw new Error(`not an account id: ${user.accountId}`);
+    const doc: ConsoleUserDoc = { _id: new Types.ObjectId(), accountId, email: user.email, passwordHash: user.passwordHash, createdAt: user.createdAt };
+    try {
+      await this.collection.insertOne(doc);
+    } catch (err) {
+      if ((err as { code?: number }).code === DUPLICATE_KEY) return null;
+      throw err;
+    }
+    return toUser(doc);
+  }
+
+  async findByEmail(email: string): Promise<UserRecord | null> {
+    const doc = await this.collection.findOne({ email });
+    return doc ? toUser(doc) : null;
+  }
+
+  async findById(userId: string): Promise<UserRecord | null> {
+    const _id = toObjectId(userId);
+    const doc = _id ? await this.collection.findOne({ _id }) : null;
+    return doc ? toUser(doc) : null;
+  }
+
+  async listForAccount(accountId: string): Promise<UserRecord[]> {
+    const _id = toObjectId(accountId);
+    return _id ? (await this.collection.find({ accountId: _id }).sort({ createdAt: 1 }).toArray()).map(toUser) : [];
+  }
+
+  async delete(userId: string): Promise<UserRecord | null> {
+    const _id = toObjectId(userId);
+    const doc = _id ? await this.collection.findOneAndDelete({ _id }) : null;
+    return doc ? toUser(doc) : null;
+  }
+}
+
+export class MongoSessionStore implements SessionStore {
+  private collection!: Collection<ConsoleSessionDoc>;
+
+  constructor(private readonly connection: Connection) {}
+
+  async init(): Promise<void> {
+    this.collection = await prepare(this.connection, consoleSessionModel(this.connection));
+  }
+
+  async insert(s: SessionRecord): Promise<void> {
+    const userId = toObjectId(s.userId);
+    const accountId = toObjectId(s.accountId);
+    if (!userId || !accountId) throw new Error('a session needs user and account ids');
+    const { id, ...rest } = s;
+    await this.collection.insertOne({ ...rest, _id: id, userId, accountId });
+  }
+
+  async find(id: string): Promise<SessionRecord | null> {
+    const doc = await this.collection.findOne({ _id: id });
+    return doc ? toSession(doc) : null;
+  }
+
+  async touch(id: string, lastSeenAt: Date, expiresAt: Date): Promise<void> {
+    await this.collection.updateOne({ _id: id }, { $set: { lastSeenAt, expiresAt } });
+  }
+
+  async delete(id: string): Promise<SessionRecord | null> {
+    const doc = await this.collection.findOneAndDelete({ _id: id });
+    return doc ? toSession(doc) : null;
+  }
+
+  async listForUser(userId: string, now: Date): Promise<SessionRecord[]> {
+    const _id = toObjectId(userId);
+    if (!_id) return [];
+    return (await this.collection.find({ userId: _id, expiresAt: { $gt: now } }).sort({ lastSeenAt: -1 }).limit(100).toArray()).map(toSession);
+  }
+
+  async deleteForUser(userId: string, except?: string): Promise<number> {
+    const _id = toObjectId(userId);
+    if (!_id) return 0;
+    const res = await this.collection.deleteMany(except ? { userId: _id, _id: { $ne: except } } : { userId: _id });
+    return res.deletedCount;
+  }
+}
+
+/** Forget a subject's failures this long after the last one. */
+const THROTTLE_MEMORY_MS = 24 * 3600_000;
+
+export class MongoThrottleStore implements ThrottleStore {
+  private collection!: Collection<SignInThrottleDoc>;
+
+  constructor(private readonly connection: Connection) {}
+
+  async init(): Promise<void> {
+    this.collection = await prepare(this.connection, signInThrottleModel(this.connection));
+  }
+
+  async get(subject: string): Promise<ThrottleState | null> {
+    const doc = await this.collection.findOne({ _id: subject });
+    return doc ? toThrottle(doc) : null;
+  }
+
+  async fail(subject: string, at: Date, windowStart: Date): Promise<ThrottleState> {
+    const expiresAt = new Date(at.getTime() + THROTTLE_MEMORY_MS);
+    // Two guarded updates, each atomic: count within the current window, or open a new one. A race
+    // between the two ends in a duplicate-key insert, and the loop counts again.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const within = await this.collection.findOneAndUpdate(
+        { _id: subject, windowStart: { $gt: windowStart } },
+        { $inc: { failures: 1 }, $set: { expiresAt } },
+        { returnDocument: 'after' },
+      );
+      if (within) return toThrottle(within);
+      try {
+        const opened = await this.collection.findOneAndUpdate(
+          { _id: subject, windowStart: { $lte: windowStart } },
+          { $set: { failures: 1, windowStart: at, expiresAt }, $setOnInsert: { lockouts: 0, lockedUntil: null } },
+          { upsert: true, returnDocument: 'after' },
+        );
+        if (opened) return toThrottle(opened);
+      } catch (err) {
+        if ((err as { code?: number }).code !== DUPLICATE_KEY) throw err;
+      }
+    }
+    throw new Error(`sign-in throttle: could not count a failure of ${subject}`);
+  }
+
+  async lock(subject: string, until: Date): Promise<void> {
+    await this.collection.updateOne({ _id: subject }, { $max: { lockedUntil: until }, $inc: { lockouts: 1 } });
+  }
+
+  async clear(subject: string): Promise<void> {
+    await this.collection.deleteOne({ _id: subject });
+  }
+}
+
+function toUser(d: ConsoleUserDoc): UserRecord {
+  return { id: d._id.toHexString(), accountId: d.accountId.toHexString(), email: d.email, passwordHash: d.passwordHash, createdAt: d.createdAt };
+}
+
+function toSession(d: ConsoleSessionDoc): SessionRecord {
+  return {
+    id: d._id,
+    userId: d.userId.toHexString(),
+    accountId: d.accountId.toHexString(),
+    email: d.email,
+    createdAt: d.createdAt,
+    lastSeenAt: d.lastSeenAt,
+    expiresAt: d.expiresAt,
+    absoluteExpiresAt: d.absoluteExpiresAt,
+    ip: d.ip ?? null,
+    userAgent: d.userAgent ?? '',
+    csrfToken: d.csrfToken,
+  };
+}
+
+function toThrottle(d: SignInThrottleDoc): ThrottleState {
+  return { failures: d.failures, windowStart: d.windowStart, lockouts: d.lockouts ?? 0, lockedUntil: d.lockedUntil ?? null };
+}

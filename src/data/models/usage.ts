@@ -1,0 +1,64 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+import type { MeteredService } from '../../domain/usage/types.js';
+
+/** Counters of one bucket, on the account (`usage.<bucket>`); a field is absent until first counted. */
+export interface UsageCounters {
+  calls?: number;
+  credits?: number;
+  refunded?: number;
+}
+
+/**
+ * Stored shape of a rolled-up bucket (collection `usage`): one document per account, UTC day, service
+ * and source. `_id` is `<accountId>:<bucket>`, so rolling a bucket up again finds the same document.
+ */
+export interface UsageDoc {
+  _id: string;
+  accountId: string;
+  day: Date;
+  service: MeteredService;
+  source: string;
+  calls: number;
+  credits: number;
+  refunded: number;
+}
+
+const usageSchema = new Schema<UsageDoc>(
+  {
+    _id: { type: String, required: true },
+    accountId: { type: String, required: true },
+    day: { type: Date, required: true },
+    service: { type: String, required: true },
+    source: { type: String, required: true },
+    calls: { type: Number, required: true },
+    credits: { type: Number, required: true },
+    refunded: { type: Number, required: true },
+  },
+  { collection: 'usage', versionKey: false },
+);
+usageSchema.index({ accountId: 1, day: 1 });
+
+export function usageModel(connection: Connection): Model<UsageDoc> {
+  return (connection.models.Usage as Model<UsageDoc> | undefined) ?? connection.model<UsageDoc>('Usage', usageSchema);
+}
+
+const SERVICES: readonly MeteredService[] = ['images', 'definitions'];
+/** A source is a key id or `console`: it becomes part of a field name, so no `.` and no `$`. */
+const SOURCE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Name of the bucket (a field of the account's `usage`) counting `service` calls from `source` on `day` (a UTC midnight). */
+export function usageBucket(day: Date, service: MeteredService, source: string): string {
+  if (!SERVICES.includes(service)) throw new Error(`not a metered service: ${service}`);
+  if (!SOURCE.test(source)) throw new Error(`a usage source must be a key id or "console", got ${JSON.stringify(source)}`);
+  return `${day.toISOString().slice(0, 10).replace(/-/g, '')}_${service}_${source}`;
+}
+
+/** The day, service and source a bucket counts; null for a name usageBucket never makes. */
+export function parseUsageBucket(bucket: string): { day: Date; service: MeteredService; source: string } | null {
+  const m = /^(\d{4})(\d{2})(\d{2})_([a-z]+)_(.+)$/.exec(bucket);
+  if (!m) return null;
+  const service = m[4] as MeteredService;
+  const day = new Date(`${m[1]}-${m[2]}-${m[3]}T00:00:00.000Z`);
+  if (!SERVICES.includes(service) || Number.isNaN(day.getTime())) return null;
+  return { day, service, source: m[5]! };
+}

@@ -1,0 +1,117 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Principal } from '../principal.js';
+import type { SessionRecord, SessionStore } from './records.js';
+
+/** The signed-in console user behind a request. */
+export interface ConsoleCaller {
+  /** What the domain services receive: the account, the user, no key. */
+  principal: Principal & { userId: string; keyId: null };
+  email: string;
+  /** The session's stored id (a hash; never the cookie's token). */
+  sessionId: string;
+  csrfToken: string;
+}
+
+export interface ClientMeta {
+  ip: string | null;
+  userAgent: string;
+}
+
+/** What the edge needs to authenticate a console request. */
+export interface SessionResolver {
+  /** The caller of a session token, or null when it is unknown, expired or ended. */
+  resume(token: string, meta: ClientMeta): Promise<ConsoleCaller | null>;
+}
+
+/** What a caller of end() learns of the session it ended. */
+export type SessionRecordLike = Pick<SessionRecord, 'id' | 'userId' | 'accountId' | 'email'>;
+
+export interface SessionLimits {
+  idleMs: number;
+  absoluteMs: number;
+}
+
+/** Activity moves a session's idle expiry at most this often (one write a minute, not one per page). */
+const TOUCH_EVERY_MS = 60_000;
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+/**
+ * Server-side console sessions: a random 256-bit token in the cookie, only its SHA-256 stored; idle
+ * and absolute expiry checked on every request and enforced by a TTL index; ending one deletes it.
+ */
+export class SessionService implements SessionResolver {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: { sessions: SessionStore; limits: SessionLimits; now?: () => Date }) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** A new session (a new id at every sign-in): returns the token for the cookie, shown nowhere else. */
+  async start(user: { id: string; accountId: string; email: string }, meta: ClientMeta): Promise<{ token: string; caller: ConsoleCaller }> {
+    const token = randomBytes(32).toString('base64url');
+    const now = this.now();
+    const absoluteExpiresAt = new Date(now.getTime() + this.deps.limits.absoluteMs);
+    const record: SessionRecord = {
+      id: hashToken(token),
+      userId: user.id,
+      accountId: user.accountId,
+      email: user.email,
+      createdAt: now,
+      lastSeenAt: now,
+      expiresAt: this.expiryAfter(now, absoluteExpiresAt),
+      absoluteExpiresAt,
+      ip: meta.ip,
+      userAgent: meta.userAgent.slice(0, 300),
+      csrfToken: randomBytes(24).toString('base64url'),
+    };
+    await this.deps.sessions.insert(record);
+    return { token, caller: callerOf(record) };
+  }
+
+  async resume(token: string, _meta: ClientMeta): Promise<ConsoleCaller | null> {
+    if (token.length > 200) return null;
+    const session = await this.deps.sessions.find(hashToken(token));
+    const now = this.now();
+    if (!session) return null;
+    if (session.expiresAt.getTime() <= now.getTime()) {
+      await this.deps.sessions.delete(session.id);
+      return null;
+    }
+    if (now.getTime() - session.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {
+      await this.deps.sessions.touch(session.id, now, this.expiryAfter(now, session.absoluteExpiresAt));
+    }
+    return callerOf(session);
+  }
+
+  /** Ends the session of this token (sign-out); returns it if it existed. */
+  end(token: string): Promise<SessionRecord | null> {
+    return this.deps.sessions.delete(hashToken(token));
+  }
+
+  list(userId: string): Promise<SessionRecord[]> {
+    return this.deps.sessions.listForUser(userId, this.now());
+  }
+
+  /** Ends one of the user's own sessions by its stored id; null when it is not theirs (or gone). */
+  async endById(userId: string, sessionId: string): Promise<SessionRecord | null> {
+    if (!/^[0-9a-f]{64}$/.test(sessionId)) return null;
+    const session = await this.deps.sessions.find(sessionId);
+    if (!session || session.userId !== userId) return null;
+    return this.deps.sessions.delete(sessionId);
+  }
+
+  endOthers(userId: string, currentSessionId: string): Promise<number> {
+    return this.deps.sessions.deleteForUser(userId, currentSessionId);
+  }
+
+  private expiryAfter(lastSeen: Date, absolute: Date): Date {
+    return new Date(Math.min(lastSeen.getTime() + this.deps.limits.idleMs, absolute.getTime()));
+  }
+}
+
+function callerOf(s: SessionRecord): ConsoleCaller {
+  return { principal: { accountId: s.accountId, userId: s.userId, keyId: null }, email: s.email, sessionId: s.id, csrfToken: s.csrfToken };
+}

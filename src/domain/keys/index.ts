@@ -1,0 +1,65 @@
+import type { AuditStore } from '../audit/types.js';
+import type { AccountStore } from '../credits/records.js';
+import { ApiKeyAuthenticator } from './authenticator.js';
+import { LastUsedRecorder } from './last-used.js';
+import { KeyManager } from './manager.js';
+import { RateLimiter } from './rate-limit.js';
+import type { KeyChangeFeed, KeyStore } from './records.js';
+import { Revocations } from './revocations.js';
+import { KeyVerifier } from './verifier.js';
+
+export interface KeyServicesDeps {
+  keys: KeyStore;
+  accounts: Pick<AccountStore, 'find'>;
+  audit: AuditStore;
+  /** Reports key changes from every instance; keys are cached only while it is live. */
+  changes?: KeyChangeFeed;
+  now?: () => Date;
+  lastUsedIntervalMs?: number;
+  cacheSize?: number;
+  /** Requests per minute per key on this instance; 0 or unset: unlimited. */
+  rateLimitPerMinute?: number;
+  onBackgroundError?: (err: unknown) => void;
+}
+
+/** The key services of one process, each with one job, wired so a local delete revokes at once. */
+export interface KeyServices {
+  /** Create, list, delete (console and CLI). */
+  readonly manager: KeyManager;
+  /** Every API request: verify, rate limit, note the use (REST and GraphQL). */
+  readonly authenticator: ApiKeyAuthenticator;
+  readonly verifier: KeyVerifier;
+  readonly lastUsed: LastUsedRecorder;
+  /** Writes pending lastUsedAt values, stops listening to the feed. */
+  close(): Promise<void>;
+}
+
+export function createKeyServices(deps: KeyServicesDeps): KeyServices {
+  const revocations = new Revocations(deps.onBackgroundError);
+  const verifier = new KeyVerifier({ keys: deps.keys, revocations, changes: deps.changes, cacheSize: deps.cacheSize });
+  const lastUsed = new LastUsedRecorder({ keys: deps.keys, intervalMs: deps.lastUsedIntervalMs, now: deps.now, onError: deps.onBackgroundError });
+  const manager = new KeyManager({
+    keys: deps.keys,
+    accounts: deps.accounts,
+    audit: deps.audit,
+    now: deps.now,
+    onDeleted: (keyId) => {
+      verifier.forget(keyId);
+      revocations.announce(keyId);
+    },
+  });
+  const authenticator = new ApiKeyAuthenticator({ verifier, limiter: new RateLimiter(deps.rateLimitPerMinute ?? 0), lastUsed, revocations });
+  return {
+    manager,
+    authenticator,
+    verifier,
+    lastUsed,
+    async close() {
+      verifier.close();
+      await lastUsed.close();
+    },
+  };
+}
+
+export type { CreatedKey, KeySummary } from './manager.js';
+export { KeyManager } from './manager.js';

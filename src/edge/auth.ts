@@ -1,0 +1,68 @@
+/**
+ * Who is calling, decided once for every door: by API key (REST and GraphQL; the WebSocket door calls
+ * the same authenticator at connection_init) or by console session (cookie). A route says which it
+ * needs with `config: { auth: 'apiKey' | 'session' }`; the onRequest hook authenticates before the
+ * body is read, so a 401 comes before 415/400/413. The doors stay apart: an API route never looks at
+ * cookies and a console route never looks at the Authorization header.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { AppError } from '../domain/errors.js';
+import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
+import type { KeyAuthenticator } from '../domain/ports.js';
+import type { KeyPrincipal } from '../domain/principal.js';
+import { originVerdict } from './csrf.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key's caller, on routes with `auth: 'apiKey'`. */
+    principal: KeyPrincipal | null;
+    /** The signed-in console user, on routes with `auth: 'session'` (or 'optional-session'). */
+    consoleCaller: ConsoleCaller | null;
+  }
+  interface FastifyContextConfig {
+    auth?: 'apiKey' | 'session' | 'optional-session';
+  }
+}
+
+/** The console's session cookie: `__Host-` prefixed (and Secure) when served over HTTPS. */
+export function sessionCookieName(request: Pick<FastifyRequest, 'protocol'>): string {
+  return request.protocol === 'https' ? '__Host-console_session' : 'console_session';
+}
+
+export interface EdgeAuthDeps {
+  keys: Pick<KeyAuthenticator, 'authenticate'>;
+  sessions?: SessionResolver;
+  /** Origins besides the request's own that console forms may be posted from (PUBLIC_BASE_URL's). */
+  consoleOrigins?: readonly string[];
+}
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Declares the request properties (decorateRequest) and authenticates every route that asks. */
+export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('consoleCaller', null);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const auth = request.routeOptions.config.auth;
+    if (auth === 'apiKey') {
+      request.principal = await deps.keys.authenticate(request.headers.authorization);
+    } else if (auth === 'session' || auth === 'optional-session') {
+      // Refused before anything is read or touched: a cross-site request changes nothing.
+      if (!SAFE_METHODS.has(request.method) && originVerdict(request, deps.consoleOrigins ?? []) === 'cross-site') throw new AppError('cross_site_request');
+      request.consoleCaller = await resumeSession(request, deps.sessions, (header) => app.parseCookie(header));
+      if (!request.consoleCaller && auth === 'session') throw new AppError('not_signed_in');
+    }
+  });
+}
+
+async function resumeSession(
+  request: FastifyRequest,
+  sessions: SessionResolver | undefined,
+  parseCookie: (header: string) => Record<string, string | undefined>,
+): Promise<ConsoleCaller | null> {
+  // Parsed here, only for console routes: API requests never pay for (or look at) cookies.
+  const token = parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
+  if (!sessions || typeof token !== 'string' || token === '') return null;
+  return sessions.resume(token, { ip: request.ip, userAgent: String(request.headers['user-agent'] ?? '') });
+}
