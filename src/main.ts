@@ -3,6 +3,7 @@
  * Without MONGODB_URI it starts the embedded MongoDB-compatible server, persisting in DATA_DIR/db, and
  * on an empty database creates a demo account and prints its key once.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
@@ -14,6 +15,7 @@ import { buildServices, type Services } from './services.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
 
 const DEMO_CREDITS = 100;
+const DEMO_EMAIL = 'demo@example.com';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -31,16 +33,17 @@ async function main(): Promise<void> {
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
   const services = await buildServices(config, { connection });
-  const demoKey = await createDemoAccount(services);
+  const demo = await createDemoAccount(services);
 
   const app = await buildApp({ config, services });
   await app.listen({ port: config.PORT, host: config.HOST });
   const { port } = app.server.address() as { port: number };
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
   say(`Gateway listening on ${base} (services: ${config.SERVICES.join(', ')}).`);
-  if (demoKey) {
-    say(`Empty database: created a demo account with ${DEMO_CREDITS} credits. Its API key, shown only this once:\n\n    ${demoKey}\n`);
-    say(`Try: curl -s -X POST ${base}/api/playground/query -H "Authorization: Bearer ${demoKey}" -H 'Content-Type: application/json' -d '{"keyword":"serendipity"}'`);
+  if (demo) {
+    say(`Empty database: created a demo account with ${DEMO_CREDITS} credits. Its API key, shown only this once:\n\n    ${demo.key}\n`);
+    say(`Try: curl -s -X POST ${base}/api/playground/query -H "Authorization: Bearer ${demo.key}" -H 'Content-Type: application/json' -d '{"keyword":"serendipity"}'`);
+    say(`Console: ${base}/console  (sign in as ${demo.email} with password ${demo.password}; shown only this once)`);
   }
   let worker: RunningWorker | undefined;
   if (config.IN_PROCESS_WORKER) {
@@ -75,13 +78,18 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-/** A newcomer can call the API at once: on an empty database, one account with a key (returned to print once). */
-async function createDemoAccount(services: Services): Promise<string | null> {
+/**
+ * A newcomer can call the API and sign in to the console at once: on an empty database, one account
+ * with a key and a console user with a random password (returned to print once).
+ */
+async function createDemoAccount(services: Services): Promise<{ key: string; email: string; password: string } | null> {
   if (!(await services.credits.isEmpty())) return null;
   const actor = { actor: 'gateway:demo-bootstrap', ip: null, host: hostname() };
   const account = await services.credits.createAccount('Demo account', DEMO_CREDITS, actor);
   const key = await services.keys.create(account.id, 'demo key', actor);
-  return key.key;
+  const password = randomBytes(12).toString('base64url');
+  const user = await services.console.users.create(account.id, DEMO_EMAIL, password, actor);
+  return { key: key.key, email: user.email, password };
 }
 
 function say(message: string): void {

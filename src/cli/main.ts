@@ -23,12 +23,22 @@ export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MO
   key list --account ID                     list the account's keys
   key delete --id KEYID                     revoke a key (audited) → {"id","deletedAt"}
   audit export --account ID                 audit entries, one JSON object per line
+  user create --account ID --email E --password-stdin
+                                            create a console user (password: one line on stdin)
+                                                                   → {"userId","email","accountId"}
+  user list --account ID                    list the account's console users
+  user delete --id USERID                   delete a console user and end their sessions
+  usage --account ID [--from D] [--to D]    usage per UTC day, service and source (key id or console),
+                                            dates YYYY-MM-DD, default the last 30 days
+                                            → [{"day","service","source","calls","credits","refunded"}]
 `;
 
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
   env: ConfigInput | NodeJS.ProcessEnv;
+  /** One line from standard input (for --password-stdin); default: process.stdin. */
+  readLine?: () => Promise<string>;
 }
 
 /** Exit codes: 0 done, 1 the command failed, 2 usage or configuration error. */
@@ -85,6 +95,10 @@ const COMMANDS: Record<string, { required: string[]; optional: string[] }> = {
   'key list': { required: ['account'], optional: [] },
   'key delete': { required: ['id'], optional: [] },
   'audit export': { required: ['account'], optional: [] },
+  usage: { required: ['account'], optional: ['from', 'to'] },
+  'user create': { required: ['account', 'email', 'password-stdin'], optional: [] },
+  'user list': { required: ['account'], optional: [] },
+  'user delete': { required: ['id'], optional: [] },
 };
 
 function parse(argv: readonly string[]): Parsed {
@@ -98,6 +112,11 @@ function parse(argv: readonly string[]): Parsed {
       account: { type: 'string' },
       amount: { type: 'string' },
       id: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      email: { type: 'string' },
+      // Never a password on the command line (shell history, ps): it comes on stdin.
+      'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -110,7 +129,7 @@ function parse(argv: readonly string[]): Parsed {
     if (option !== 'help' && !spec.required.includes(option) && !spec.optional.includes(option)) throw new Error(`${command} does not take --${option}`);
   }
   for (const option of spec.required) {
-    if (typeof given[option] !== 'string') throw new Error(`${command} needs --${option}`);
+    if (given[option] === undefined) throw new Error(`${command} needs --${option}`);
   }
   return { command, values: given as Record<string, string | undefined> };
 }
@@ -146,9 +165,35 @@ async function execute({ command, values }: Parsed, services: AdminServices, io:
       for await (const entry of services.audit.exportForAccount(values.account!.trim())) print(entry);
       return;
     }
+    case 'user create': {
+      const password = await (io.readLine ?? readStdinLine)();
+      const user = await services.users.create(values.account, values.email, password, actor);
+      return print({ userId: user.userId, email: user.email, accountId: user.accountId });
+    }
+    case 'user list': {
+      const users = await services.users.list(values.account);
+      return print(users.map((u) => ({ userId: u.userId, email: u.email, accountId: u.accountId, createdAt: u.createdAt })));
+    }
+    case 'user delete': {
+      return print(await services.users.delete(values.id, actor));
+    }
+    case 'usage': {
+      const rows = await services.usage.forAccount(values.account, { from: values.from, to: values.to });
+      return print(rows.map((r) => ({ ...r, day: r.day.toISOString().slice(0, 10) })));
+    }
     default:
       throw new Error(`unknown command "${command}"`);
   }
+}
+
+/** The first line of standard input, without its line ending. */
+async function readStdinLine(): Promise<string> {
+  let text = '';
+  for await (const chunk of process.stdin) {
+    text += String(chunk);
+    if (text.includes('\n')) break;
+  }
+  return text.split(/\r?\n/)[0] ?? '';
 }
 
 /** Strict: "10" yes; "10.5", "1e3", "-1", "" no (the service then names the rule). */

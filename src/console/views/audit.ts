@@ -57,12 +57,13 @@ ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 ${
   opts.entries.length === 0
     ? html`<p class="empty">No entries in this range.</p>`
-    : html`<div class="table-wrap"><table>
+    : html`<div class="table-wrap"><table class="cards-sm">
   <caption>${opts.entries.length === opts.limit ? `The newest ${opts.limit} entries (export for all)` : `${opts.entries.length} entries, newest first`}</caption>
   <thead><tr><th scope="col">Time</th><th scope="col">Event</th><th scope="col">Actor</th><th scope="col">IP address</th><th scope="col">Details</th></tr></thead>
   <tbody>
   ${opts.entries.map(
-    (e) => html`<tr><td>${when(e.createdAt)}</td><td>${EVENT_LABELS[e.event] ?? e.event}</td><td>${e.actor}</td><td>${e.ip ?? '—'}</td><td>${describe(e)}</td></tr>`,
+    (e) =>
+      html`<tr><td data-label="Time">${when(e.createdAt)}</td><td data-label="Event">${EVENT_LABELS[e.event] ?? e.event}</td><td data-label="Actor">${e.actor}</td><td data-label="IP address">${e.ip ?? '—'}</td><td data-label="Details">${describe(e)}</td></tr>`,
   )}
   </tbody>
 </table></div>`

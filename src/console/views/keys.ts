@@ -46,16 +46,16 @@ ${
 ${
   active.length === 0
     ? html`<p class="empty">No keys yet. Choose <strong>Add Key</strong> to create one.</p>`
-    : html`<div class="table-wrap"><table>
+    : html`<div class="table-wrap"><table class="cards-sm">
   <caption>${active.length} active ${active.length === 1 ? 'key' : 'keys'}</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Last used</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
   <tbody>
   ${active.map(
     (k) => html`<tr>
     <th scope="row">${k.name}</th>
-    <td><code>${k.prefix}…</code></td>
-    <td>${when(k.lastUsedAt)}</td>
-    <td>${when(k.createdAt)}</td>
+    <td data-label="Key"><code>${k.prefix}…</code></td>
+    <td data-label="Last used">${when(k.lastUsedAt)}</td>
+    <td data-label="Created">${when(k.createdAt)}</td>
     <td><form method="get" action="/console/keys/${k.id}/delete"><button type="submit" class="danger secondary" data-delete-key="${k.id}" data-key-name="${k.name}">Delete</button></form></td>
   </tr>`,
   )}

@@ -29,6 +29,7 @@ function shell(title: string, body: Html, extraHead?: Html): Html {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · credit-gateway console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/console.js" defer></script>
 ${extraHead}
