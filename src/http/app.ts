@@ -33,6 +33,8 @@ export interface BuildAppOptions {
   logger?: FastifyBaseLogger | false;
   /** Where Fastify's own logger writes JSON lines (default stdout). */
   logStream?: { write(line: string): void };
+  /** Told of every route as it is registered (the security suite checks that none escapes it). */
+  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined }) => void;
 }
 
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -54,6 +56,10 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     routerOptions: { ignoreTrailingSlash: true },
   }) as unknown as FastifyInstance;
 
+  if (opts.onRoute) {
+    const report = opts.onRoute;
+    app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
+  }
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);
   // Cookie parsing on demand (no global hook): only console routes read the session cookie.

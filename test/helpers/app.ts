@@ -16,7 +16,7 @@ import type { Connection } from 'mongoose';
 import { expect, inject } from 'vitest';
 import { loadConfig, type Config, type ConfigInput } from '../../src/config.js';
 import { connectDatabase } from '../../src/data/connection.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildApp, type BuildAppOptions } from '../../src/http/app.js';
 import { buildServices, type ServiceDeps, type Services } from '../../src/services.js';
 
 export interface TestApp {
@@ -44,6 +44,8 @@ export interface TestAppOverrides extends ConfigInput {
   deps?: Partial<Omit<ServiceDeps, 'connection'>>;
   /** Collect the app's JSON log lines (at LOG_LEVEL, default silent: pass LOG_LEVEL too). */
   logStream?: { write(line: string): void };
+  /** Told of every route buildApp registers. */
+  onRoute?: BuildAppOptions['onRoute'];
   /** Runs after buildApp and before listen, e.g. to add a test-only route. */
   beforeListen?: (app: FastifyInstance) => void | Promise<void>;
 }
@@ -52,7 +54,7 @@ let lastStarted: TestApp | undefined;
 const dropped = new Set<string>();
 
 export async function startTestApp(overrides: TestAppOverrides = {}): Promise<TestApp> {
-  const { dbName: givenDbName, deps, logStream, beforeListen, ...env } = overrides;
+  const { dbName: givenDbName, deps, logStream, beforeListen, onRoute, ...env } = overrides;
   const uri = inject('mongoUri');
   const dbName = givenDbName ?? databaseNameForThisFile();
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env, MONGODB_URI: uri });
@@ -63,7 +65,7 @@ export async function startTestApp(overrides: TestAppOverrides = {}): Promise<Te
     await connection.dropDatabase();
   }
   const services = await buildServices(config, { connection, ...deps });
-  const app = await buildApp({ config, services, ...(logStream ? { logStream } : { logger: false as const }) });
+  const app = await buildApp({ config, services, onRoute, ...(logStream ? { logStream } : { logger: false as const }) });
   await beforeListen?.(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
