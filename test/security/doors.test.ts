@@ -1,0 +1,146 @@
+/**
+ * One security suite for every authenticated entry point, generated from the routes buildApp
+ * registers: a route that needs an API key gets every refusal of the contract, a console route gets
+ * every refusal of a session, and any other route must be listed as public here. A new route cannot
+ * skip this suite: an unlisted, unauthenticated route fails it.
+ */
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { createConsoleUser, sameOrigin, signIn } from '../helpers/console.js';
+
+/** Routes anyone may call, and why. */
+const PUBLIC = new Map<string, string>([
+  ['GET /healthz', 'liveness probe'],
+  ['GET /readyz', 'readiness probe'],
+  ['GET /api/playground/images/:jobId/images/:index', 'the signed URL is the authority'],
+  ['GET /console/assets/:file', 'stylesheet and script'],
+  ['GET /console/sign-in', 'the sign-in form'],
+  ['POST /console/sign-in', 'signing in'],
+  ['POST /console/sign-out', 'signing out works without a session too'],
+]);
+
+const routes: { method: string; url: string; auth: string | undefined }[] = [];
+let t: TestApp;
+let cookie: string;
+let deletedKey: string;
+let activeKey: string;
+
+beforeAll(async () => {
+  t = await startTestApp({
+    onRoute: (r) => {
+      for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url, auth: r.auth });
+    },
+  });
+  const u = await createConsoleUser(t);
+  cookie = (await signIn(t, u.email, u.password)).cookie!;
+  activeKey = u.key;
+  const doomed = await t.createAccountWithKey();
+  await t.services.keys.delete(doomed.keyId, { actor: 'test', ip: null, host: 'test' });
+  deletedKey = doomed.key;
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const fill = (url: string) => url.replace(':jobId', '00000000-0000-4000-8000-000000000000').replace(/:\w+/g, 'x');
+
+function call(route: { method: string; url: string }, headers: Record<string, string>) {
+  const body = route.method === 'GET' ? undefined : '{}';
+  return fetch(`${t.baseUrl}${fill(route.url)}`, {
+    method: route.method,
+    redirect: 'manual',
+    headers: { ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    body,
+  });
+}
+
+describe('every route is authenticated or listed as public', () => {
+  it('found the doors', () => {
+    expect(routes.filter((r) => r.auth === 'apiKey').map((r) => `${r.method} ${r.url}`)).toEqual(
+      expect.arrayContaining(['POST /api/playground/query', 'POST /api/playground/images', 'GET /api/playground/images/:jobId', 'POST /graphql', 'GET /graphql']),
+    );
+    expect(routes.filter((r) => r.auth === 'session').length).toBeGreaterThan(10);
+  });
+
+  it('no other route is open', () => {
+    const open = routes.filter((r) => r.auth !== 'apiKey' && r.auth !== 'session' && !PUBLIC.has(`${r.method} ${r.url}`));
+    expect(open, 'routes without authentication that are not listed as public').toEqual([]);
+  });
+});
+
+describe('API-key doors (REST and GraphQL over HTTP)', () => {
+  const refusals: [string, () => Record<string, string>, string][] = [
+    ['no Authorization header', () => ({}), 'missing_authorization'],
+    ['not Bearer', () => ({ authorization: 'Basic dXNlcjpwYXNz' }), 'missing_authorization'],
+    ['a malformed key', () => ({ authorization: 'Bearer wi_live_123' }), 'invalid_api_key_format'],
+    ['an unknown key', () => ({ authorization: `Bearer wi_live_${'0'.repeat(64)}` }), 'invalid_api_key'],
+    ['a deleted key', () => ({ authorization: `Bearer ${deletedKey}` }), 'invalid_api_key'],
+    ['a console session cookie alone', () => ({ cookie }), 'missing_authorization'],
+  ];
+  for (const [what, headers, code] of refusals) {
+    it(`${what} → 401 ${code} on every API route`, async () => {
+      for (const route of routes.filter((r) => r.auth === 'apiKey')) {
+        const res = await call(route, headers());
+        expect(res.status, `${route.method} ${route.url}`).toBe(401);
+        expect(res.headers.get('www-authenticate')).toBe('Bearer');
+        const body = (await res.json()) as any;
+        const got = route.url === '/graphql' ? body.errors[0].extensions.code : body.code;
+        expect(got, `${route.method} ${route.url}`).toBe(route.url === '/graphql' ? 'UNAUTHENTICATED' : code);
+      }
+    });
+  }
+});
+
+describe('GraphQL over WebSocket', () => {
+  it('closes with 4403 for a missing, malformed, unknown or deleted key, and ignores cookies', async () => {
+    for (const params of [{}, { Authorization: 'Bearer nope' }, { Authorization: `Bearer wi_live_${'0'.repeat(64)}` }, { Authorization: `Bearer ${deletedKey}` }]) {
+      const closed = await new Promise<number>((resolve) => {
+        const client = createClient({
+          url: `${t.baseUrl.replace('http', 'ws')}/graphql`,
+          webSocketImpl: class extends WebSocket {
+            constructor(url: string, protocols: string[]) {
+              super(url, protocols, { headers: { cookie } });
+            }
+          },
+          connectionParams: params,
+          retryAttempts: 0,
+          lazy: false,
+          on: { closed: (e) => resolve((e as { code: number }).code) },
+          onNonLazyError: () => {},
+        });
+        void client;
+      });
+      expect(closed, JSON.stringify(params)).toBe(4403);
+    }
+  });
+});
+
+describe('console doors', () => {
+  const refusals: [string, () => Record<string, string>][] = [
+    ['no cookie', () => ({})],
+    ['a garbage cookie', () => ({ cookie: 'console_session=garbage' })],
+    ['a valid API key instead of a session', () => ({ authorization: `Bearer ${activeKey}` })],
+  ];
+  for (const [what, headers] of refusals) {
+    it(`${what}: every console route refuses (pages redirect to sign-in, JSON gets 401)`, async () => {
+      for (const route of routes.filter((r) => r.auth === 'session')) {
+        const page = await call(route, { ...sameOrigin(t), ...headers() });
+        expect(page.status, `${route.method} ${route.url}`).toBe(303);
+        expect(page.headers.get('location')).toMatch(/^\/console\/sign-in/);
+        const json = await call(route, { ...sameOrigin(t), accept: 'application/json', ...headers() });
+        expect(json.status, `${route.method} ${route.url}`).toBe(401);
+        expect(await json.json()).toMatchObject({ code: 'not_signed_in', requestId: expect.any(String) });
+      }
+    });
+  }
+
+  it('a cross-site request is refused on every state-changing console route, signed in or not', async () => {
+    for (const route of routes.filter((r) => r.url.startsWith('/console') && r.method !== 'GET')) {
+      const res = await call(route, { cookie, 'sec-fetch-site': 'cross-site', origin: 'https://evil.example', accept: 'application/json' });
+      expect(res.status, `${route.method} ${route.url}`).toBe(403);
+      expect(await res.json()).toMatchObject({ code: 'cross_site_request' });
+    }
+  });
+});
