@@ -8,6 +8,7 @@ import { BSON } from 'bson';
 import { afterAll, expect, it } from 'vitest';
 import type { Doc } from '../../src/embedded-mongo/bson-order.js';
 import { Engine } from '../../src/embedded-mongo/engine.js';
+import { until } from '../helpers/until.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-journal-'));
 let dirs = 0;
@@ -16,15 +17,6 @@ const freshDir = (): string => path.join(root, `db${++dirs}`);
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 const journalFiles = (dir: string): string[] => fs.readdirSync(dir).filter((f) => /^journal(\.\d+)?\.bson$/.test(f));
-
-/** Polls without a fixed sleep: the compaction's slices run whenever the event loop is free. */
-async function waitFor(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
 
 /** A copy of the data directory as a kill -9 at this moment would leave it. */
 function crashCopy(dir: string): string {
@@ -87,7 +79,7 @@ it('replays the files left at every step of a compaction to every committed writ
   write(200);
   expect(expected.size).toBeGreaterThan(started.expected.size);
   const during = { dir: crashCopy(dir), expected: new Map(expected) };
-  await waitFor(() => engine.journalStats()!.compactions === 1, 'the compaction');
+  await until(() => engine.journalStats()!.compactions === 1, 'the compaction');
   const done = { dir: crashCopy(dir), expected: new Map(expected) };
   expect(journalFiles(dir)).toHaveLength(1);
   // Killed after the snapshot's rename but before the journal it covers was deleted.
