@@ -1,7 +1,7 @@
 /**
  * The gateway's composition root: builds every service the gateway process uses, once, from config +
  * deps. buildApp() hands each door only the interfaces it calls (REST routes, GraphQL, the console);
- * workers and the CLI have their own roots (workers/services.ts, buildAdminServices below).
+ * workers and the CLI have their own roots (workers/services.ts, src/cli/services.ts).
  *
  * How to plug in (other modules):
  *  - Add your service to the `Services` interface and build it in `buildServices`; close it in
@@ -185,33 +185,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   };
 }
 
-/** What the admin CLI needs: accounts, credits, keys and the audit trail; no feeds, no providers. */
-export interface AdminServices {
-  readonly credits: CreditService;
-  readonly keys: KeyManager;
-  readonly audit: AuditLog;
-  /** Usage per account, key (or console), service and day: the console and the CLI read it. */
-  readonly usage: UsageService;
-  readonly users: UserService;
-  close(): Promise<void>;
-}
-
-export async function buildAdminServices(deps: { connection: Connection; host?: string; passwordHasher?: PasswordHasher }): Promise<AdminServices> {
-  const { connection } = deps;
-  const accountStore = new MongoAccountStore(connection);
-  const keyStore = new MongoKeyStore(connection);
-  const auditStore = new MongoAuditStore(connection);
-  const userStore = new MongoUserStore(connection);
-  const sessionStore = new MongoSessionStore(connection);
-  await Promise.all([accountStore, keyStore, auditStore, userStore, sessionStore].map((store) => store.init()));
-  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host: deps.host ?? hostname() });
-  // No change feed: a short-lived process caches nothing; gateways hear of its deletions through theirs.
-  const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
-  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });
-  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: await openUsage(connection), users, close: () => keys.close() };
-}
-
-async function openUsage(connection: Connection): Promise<UsageService> {
+/** Usage metering's reader (the counting happens in every charge's balance update). */
+export async function openUsage(connection: Connection): Promise<UsageService> {
   const store = new MongoUsageStore(connection);
   await store.init();
   return new UsageService({ store });

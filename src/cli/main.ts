@@ -13,7 +13,7 @@ import { ConfigError, loadConfig, type ConfigInput } from '../config.js';
 import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.js';
 import type { AuditActor } from '../domain/audit/types.js';
 import { isAppError } from '../domain/errors.js';
-import { buildAdminServices, type AdminServices } from '../services.js';
+import { buildAdminServices, type AdminServices } from './services.js';
 
 export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MONGODB_URI)
 

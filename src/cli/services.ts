@@ -1,0 +1,43 @@
+/**
+ * The CLI's composition root: accounts, credits, keys, console users, usage and the audit trail. No
+ * change feeds, no providers, no queue: a short-lived process caches nothing, and gateways hear of its
+ * key deletions through their own feeds.
+ */
+import { hostname } from 'node:os';
+import type { Connection } from 'mongoose';
+import { MongoAccountStore } from '../data/accounts.js';
+import { MongoAuditStore } from '../data/audit.js';
+import { MongoSessionStore, MongoUserStore } from '../data/console.js';
+import { MongoKeyStore } from '../data/keys.js';
+import { AuditLog } from '../domain/audit/service.js';
+import type { PasswordHasher } from '../domain/console/passwords.js';
+import { UserService } from '../domain/console/users.js';
+import { CreditService } from '../domain/credits/service.js';
+import { createKeyServices, type KeyManager } from '../domain/keys/index.js';
+import type { UsageService } from '../domain/usage/service.js';
+import { argon2Hasher } from '../providers/passwords/argon2.js';
+import { openUsage } from '../services.js';
+
+export interface AdminServices {
+  readonly credits: CreditService;
+  readonly keys: KeyManager;
+  readonly audit: AuditLog;
+  /** Usage per account, key (or console), service and day. */
+  readonly usage: UsageService;
+  readonly users: UserService;
+  close(): Promise<void>;
+}
+
+export async function buildAdminServices(deps: { connection: Connection; host?: string; passwordHasher?: PasswordHasher }): Promise<AdminServices> {
+  const { connection } = deps;
+  const accountStore = new MongoAccountStore(connection);
+  const keyStore = new MongoKeyStore(connection);
+  const auditStore = new MongoAuditStore(connection);
+  const userStore = new MongoUserStore(connection);
+  const sessionStore = new MongoSessionStore(connection);
+  await Promise.all([accountStore, keyStore, auditStore, userStore, sessionStore].map((store) => store.init()));
+  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host: deps.host ?? hostname() });
+  const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });
+  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: await openUsage(connection), users, close: () => keys.close() };
+}
