@@ -11,9 +11,14 @@ beforeAll(() => {
 });
 
 async function cli(...argv: string[]) {
+  return cliWithInput(undefined, ...argv);
+}
+
+async function cliWithInput(line: string | undefined, ...argv: string[]) {
   let stdout = '';
   let stderr = '';
-  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri } });
+  const readLine = line === undefined ? undefined : async () => line;
+  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine });
   return { code, stdout, stderr, json: () => JSON.parse(stdout) };
 }
 
@@ -28,6 +33,29 @@ describe('gateway CLI', () => {
     expect(res.stderr).toBe('');
     expect(res.json()).toEqual({ accountId: expect.stringMatching(/^[0-9a-f]{24}$/), name: 'Acme', credits: 25 });
     accountId = res.json().accountId;
+  });
+
+  it('user create reads the password from stdin and never prints it; user list; user delete', async () => {
+    const password = 'a long and unusual passphrase';
+    const res = await cliWithInput(password, 'user', 'create', '--account', accountId, '--email', ' Ana@Example.com ', '--password-stdin');
+    expect(res.code).toBe(0);
+    expect(res.json()).toEqual({ userId: expect.stringMatching(/^[0-9a-f]{24}$/), email: 'ana@example.com', accountId });
+    expect(res.stdout + res.stderr).not.toContain(password);
+    const weak = await cliWithInput('password1234', 'user', 'create', '--account', accountId, '--email', 'bo@example.com', '--password-stdin');
+    expect(weak.code).toBe(1);
+    expect(weak.stderr).toContain('password is too common');
+    const short = await cliWithInput('short', 'user', 'create', '--account', accountId, '--email', 'bo@example.com', '--password-stdin');
+    expect(short.stderr).toContain('at least 12 characters');
+    const taken = await cliWithInput(password, 'user', 'create', '--account', accountId, '--email', 'ana@example.com', '--password-stdin');
+    expect(taken.stderr).toContain('already used');
+    const noFlag = await cli('user', 'create', '--account', accountId, '--email', 'x@example.com');
+    expect(noFlag.code).toBe(2);
+    const list = await cli('user', 'list', '--account', accountId);
+    expect(list.json()).toEqual([expect.objectContaining({ email: 'ana@example.com', accountId })]);
+    expect(list.stdout).not.toContain('argon2');
+    const deleted = await cli('user', 'delete', '--id', res.json().userId);
+    expect(deleted.json()).toEqual({ userId: res.json().userId, sessionsEnded: 0 });
+    expect((await cli('user', 'list', '--account', accountId)).json()).toEqual([]);
   });
 
   it('credits grant', async () => {
@@ -59,7 +87,7 @@ describe('gateway CLI', () => {
   it('audit export: JSON lines, each with its IP, actor and host', async () => {
     const res = await cli('audit', 'export', '--account', accountId);
     const lines = res.stdout.trim().split('\n').map((l) => JSON.parse(l));
-    expect(lines.map((l) => l.event)).toEqual(['account.created', 'credits.granted', 'key.created', 'key.deleted']);
+    expect(lines.map((l) => l.event)).toEqual(['account.created', 'user.created', 'user.deleted', 'credits.granted', 'key.created', 'key.deleted']);
     for (const line of lines) {
       expect(line).toHaveProperty('ip');
       expect(typeof line.ip).toBe('string');
