@@ -94,7 +94,7 @@ describe('gateway CLI', () => {
       expect(line.actor).toMatch(/^cli:/);
       expect(line.host).toBeTruthy();
     }
-    expect(lines[3]).toMatchObject({ keyId, keyPrefix: key.slice(0, 12) });
+    expect(lines.find((l) => l.event === 'key.created')).toMatchObject({ keyId, keyPrefix: key.slice(0, 12) });
   });
 
   it.each([
