@@ -68,7 +68,11 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
       const { jobId, index } = parsed.data;
       const outcome = await runner.run(jobId, index, {
         lockedAt: job.attrs.lockedAt ?? undefined,
-        renew: () => job.touch(),
+        // Agenda gives up on a run whose lock it saw expire (an outage): touch() would only throw then.
+        // The image's own heartbeat still guards it; the entry is retaken after its lock expires.
+        renew: async () => {
+          if (!job.getCanceledMessage()) await job.touch();
+        },
       });
       switch (outcome.kind) {
         case 'succeeded':
@@ -109,7 +113,6 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
 
   // A finished run frees a lock slot: take the next waiting entry now rather than at the next poll.
   agenda.on(`complete:${GENERATE_IMAGE}`, () => channel.kick(GENERATE_IMAGE));
-  agenda.on('error', (err: Error) => log.warn({ err: err.message }, 'queue error'));
 
   await agenda.start();
   // One recurring entry shared by all workers (Agenda keeps a single document per `every` name).

@@ -9,9 +9,15 @@ import type { ChangeStream, Db, Document } from 'mongodb';
  *    finishes, so a worker that held back because of its lock limit takes the next entry at once).
  * Only inserts are watched: lock and state updates would wake every worker for nothing.
  */
+/** Reopening a failed stream: first after this long, doubling up to the maximum while it keeps failing. */
+const REOPEN_FIRST_MS = 500;
+const REOPEN_MAX_MS = 10_000;
+
 export class QueueNotificationChannel extends BaseNotificationChannel {
   private stream?: ChangeStream;
   private watching = false;
+  private reopenTimer?: NodeJS.Timeout;
+  private reopenDelayMs = REOPEN_FIRST_MS;
   private readonly kicked = new Set<string>();
 
   constructor(
@@ -46,6 +52,8 @@ export class QueueNotificationChannel extends BaseNotificationChannel {
   async disconnect(): Promise<void> {
     this.watching = false;
     this.setState('disconnected');
+    clearTimeout(this.reopenTimer);
+    this.reopenTimer = undefined;
     const stream = this.stream;
     this.stream = undefined;
     await stream?.close().catch(() => undefined);
@@ -94,15 +102,43 @@ export class QueueNotificationChannel extends BaseNotificationChannel {
         source: 'changestream',
       });
     });
+    // The driver resumes a stream across brief network errors by itself. When it gives up, it emits
+    // 'error' (not always: a failed resume may only close it) and closes: either way, poll until a new
+    // stream is open. An 'error' event without a listener would throw and end the process.
     stream.on('error', (err: unknown) => {
-      this.emit('error', err instanceof Error ? err : new Error(String(err)));
-      // Fall back to polling, then try to watch again shortly.
-      this.watching = false;
-      setTimeout(() => {
-        if (this.state === 'connected' && !this.watching) this.openStream().catch(() => undefined);
-      }, 1000).unref();
+      if (this.listenerCount('error') > 0) this.emit('error', err instanceof Error ? err : new Error(String(err)));
+      this.streamLost(stream);
     });
+    stream.on('close', () => this.streamLost(stream));
     this.stream = stream;
     this.watching = true;
+    this.reopenDelayMs = REOPEN_FIRST_MS;
+  }
+
+  private streamLost(stream: ChangeStream): void {
+    if (this.stream !== stream) return;
+    this.stream = undefined;
+    this.watching = false;
+    void stream.close().catch(() => undefined);
+    this.scheduleReopen();
+  }
+
+  /** Tries to watch again, with backoff, for as long as the channel is connected (through an outage too). */
+  private scheduleReopen(): void {
+    if (this.state !== 'connected' || this.reopenTimer) return;
+    const delay = this.reopenDelayMs;
+    this.reopenDelayMs = Math.min(delay * 2, REOPEN_MAX_MS);
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = undefined;
+      if (this.state !== 'connected' || this.watching) return;
+      this.openStream().then(
+        () => {
+          // Disconnected while opening: this stream is nobody's.
+          if (this.state !== 'connected') void this.disconnect();
+        },
+        () => this.scheduleReopen(),
+      );
+    }, delay);
+    this.reopenTimer.unref();
   }
 }

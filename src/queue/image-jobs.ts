@@ -9,6 +9,7 @@ import { ImageRunner } from '../domain/jobs/runner.js';
 import { ImageJobs } from '../domain/jobs/service.js';
 import { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
 import { JobSweeper } from '../domain/jobs/sweep.js';
+import type { Logger } from '../domain/logger.js';
 import { createImageProvider, type ImageProvider } from '../providers/images/index.js';
 import { GridFsImageStore } from '../storage/gridfs.js';
 import type { ImageStore } from '../storage/types.js';
@@ -36,6 +37,8 @@ export async function openImageJobs(deps: {
   provider?: ImageProvider;
   /** Names this process in the queue (e.g. `gateway`, `worker`). */
   role: string;
+  /** Background errors of the queue and the runner's heartbeats (a database outage is summarized). */
+  log?: Logger;
 }): Promise<ImageJobsModule> {
   const { config, connection, credits } = deps;
   const db = connection.db;
@@ -52,7 +55,12 @@ export async function openImageJobs(deps: {
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     concurrency: config.WORKER_CONCURRENCY,
     notifications: config.QUEUE_NOTIFICATIONS,
+    log: deps.log,
+    // readyState 1 = connected; the driver reports a lost server at once (broken sockets, heartbeats).
+    databaseReachable: () => connection.readyState === 1,
   });
+  const reconnected = () => queue.errors.recovered();
+  connection.on('reconnected', reconnected);
   const service = new ImageJobs({
     jobs: store,
     credits,
@@ -68,6 +76,8 @@ export async function openImageJobs(deps: {
     images,
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     maxAttempts: config.IMAGE_MAX_ATTEMPTS,
+    // A missed heartbeat is harmless while the next one lands in time; in an outage they all fail.
+    log: (msg, extra) => queue.errors.report(extra?.err ?? new Error(msg), 'heartbeat'),
   });
   const sweeper = new JobSweeper({ jobs: store, credits, queue, runner, lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS });
   const files = new ImageFiles({ jobs: store, images, signer });
@@ -81,6 +91,9 @@ export async function openImageJobs(deps: {
     store,
     images,
     provider,
-    close: () => queue.close(),
+    close: async () => {
+      connection.off('reconnected', reconnected);
+      await queue.close();
+    },
   };
 }

@@ -1,9 +1,11 @@
-import { Agenda } from 'agenda';
+import { Agenda, type AgendaBackend, type JobParameters } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
-import type { Db } from 'mongodb';
+import { ObjectId, type Db } from 'mongodb';
 import { z } from 'zod';
 import type { ImageWorkQueue } from '../domain/jobs/records.js';
+import { silentLogger, type Logger } from '../domain/logger.js';
 import { QueueNotificationChannel } from './channel.js';
+import { QueueErrorLog } from './queue-errors.js';
 
 /** Queue collection shared by every gateway and worker process. */
 export const QUEUE_COLLECTION = 'agendaJobs';
@@ -26,7 +28,14 @@ export interface ImageQueueOptions {
   lockLifetimeMs: number;
   concurrency: number;
   notifications: 'auto' | 'changestream' | 'poll';
+  /** Background errors (polls, lock bookkeeping, change stream); a database outage is summarized. */
+  log?: Logger;
+  /** False while the database cannot be reached: a drain then stops waiting (default: always reachable). */
+  databaseReachable?: () => boolean;
 }
+
+/** Why close() stopped waiting for running work. */
+export type DrainOutcome = 'drained' | 'timed out' | 'database unreachable';
 
 /**
  * The Agenda-backed work queue. A gateway uses it to enqueue; a worker (in-process or standalone) also
@@ -35,14 +44,33 @@ export interface ImageQueueOptions {
 export class ImageQueue implements ImageWorkQueue {
   readonly agenda: Agenda;
   readonly channel: QueueNotificationChannel;
+  readonly errors: QueueErrorLog;
 
   private constructor(
     private readonly db: Db,
     readonly options: ImageQueueOptions,
+    mongo: MongoBackend,
   ) {
+    this.errors = new QueueErrorLog(options.log ?? silentLogger);
     this.channel = new QueueNotificationChannel(db, QUEUE_COLLECTION, options.notifications);
+    this.channel.on('error', (err: unknown) => this.errors.report(err, 'changestream'));
+    // Agenda calls unlockJob without awaiting it (a lock limit overshoot, an entry due later than the
+    // next poll): in an outage its rejection would be unhandled. A lock left behind expires by itself.
+    const repository = mongo.repository;
+    const unlockJob = repository.unlockJob.bind(repository);
+    repository.unlockJob = (job) => unlockJob(job).catch((err: unknown) => this.errors.report(err, 'unlock'));
+    const getNextJobToRun = repository.getNextJobToRun.bind(repository);
+    repository.getNextJobToRun = async (...args) => this.freshLock(await getNextJobToRun(...args));
+    const backend: AgendaBackend = {
+      name: mongo.name,
+      repository,
+      ownsConnection: false,
+      // Connected by open(), where a failure reaches the caller (see there).
+      connect: async () => {},
+      disconnect: () => mongo.disconnect(),
+    };
     this.agenda = new Agenda({
-      backend: new MongoBackend({ mongo: db, collection: QUEUE_COLLECTION }),
+      backend,
       notificationChannel: this.channel,
       name: options.name,
       processEvery: options.pollIntervalMs,
@@ -52,10 +80,16 @@ export class ImageQueue implements ImageWorkQueue {
       // Finished entries are deleted: an image without an entry and not final is what the sweep requeues.
       removeOnComplete: true,
     });
+    // Failed polls and lock writes (every poll while the database is down), failed job saves.
+    this.agenda.on('error', (err: unknown) => this.errors.report(err, 'agenda'));
   }
 
   static async open(db: Db, options: ImageQueueOptions): Promise<ImageQueue> {
-    const queue = new ImageQueue(db, options);
+    // Agenda's constructor connects a backend without handling a failure: the rejection would be
+    // unhandled and `ready` would never resolve. Connected here, a database that is down fails open().
+    const mongo = new MongoBackend({ mongo: db, collection: QUEUE_COLLECTION });
+    await mongo.connect();
+    const queue = new ImageQueue(db, options, mongo);
     await queue.agenda.ready;
     // The sweep looks up an image's entries by job id.
     await db.collection(QUEUE_COLLECTION).createIndex({ 'data.jobId': 1 }, { name: 'imageJobId', sparse: true });
@@ -89,20 +123,57 @@ export class ImageQueue implements ImageWorkQueue {
    * Agenda's own drain() stops taking work but, with removeOnComplete, can miss the last completion
    * (the entry is still being removed when it looks) and wait for its whole timeout; so we let it stop
    * intake, watch the running and locked counts ourselves, and end the drain when both reach zero.
+   * It also ends at the timeout, and as soon as the database is unreachable: a running image could
+   * not store its result then, and its lock and heartbeat expire so that another worker retries it.
    */
-  async close(drainTimeoutMs = 30_000): Promise<void> {
+  async close(drainTimeoutMs = 30_000): Promise<DrainOutcome> {
+    let outcome: DrainOutcome = 'drained';
     if (this.agenda.isActiveJobProcessor()) {
       const stop = new AbortController();
       const drained = this.agenda.drain({ signal: stop.signal, closeConnection: false });
       const deadline = Date.now() + drainTimeoutMs;
-      while (Date.now() < deadline) {
-        const stats = await this.agenda.getRunningStats();
-        if (stats.runningJobs === 0 && stats.lockedJobs === 0) break;
+      const reachable = this.options.databaseReachable ?? (() => true);
+      for (;;) {
+        const load = this.localLoad();
+        if (load.running === 0 && load.locked === 0) break;
+        outcome = Date.now() >= deadline ? 'timed out' : reachable() ? 'drained' : 'database unreachable';
+        if (outcome !== 'drained') {
+          (this.options.log ?? silentLogger).warn({ ...load, reason: outcome }, 'stopped waiting for running images');
+          break;
+        }
         await new Promise((r) => setTimeout(r, 25));
       }
       stop.abort();
       await drained;
     }
     await this.channel.disconnect();
+    return outcome;
+  }
+
+  /**
+   * Agenda stamps a lock with the time its query was issued, not the time it landed. A poll that waited
+   * out part of an outage (server selection) lands with a lock that may already look expired, and
+   * Agenda's job processor drops such an entry without freeing its lock slot: after `concurrency` of
+   * them the worker never locks an image again. So a lock that lands old is renewed first (only if it
+   * is still ours: the condition names its stamp); one that is no longer ours is not handed over.
+   */
+  private async freshLock(job: JobParameters | undefined): Promise<JobParameters | undefined> {
+    if (!job?._id || !job.lockedAt) return job;
+    const lockedAt = new Date(job.lockedAt);
+    if (Date.now() - lockedAt.getTime() < this.options.lockLifetimeMs / 4) return job;
+    const now = new Date();
+    const renewed = await this.db.collection(QUEUE_COLLECTION).updateOne({ _id: new ObjectId(String(job._id)), lockedAt }, { $set: { lockedAt: now } });
+    return renewed.modifiedCount === 1 ? { ...job, lockedAt: now } : undefined;
+  }
+
+  /**
+   * Entries this process is running and has locked, from the job processor's memory. Its public
+   * getRunningStats() also counts the queue in the database, which fails while it is unreachable,
+   * exactly when a drain must not wait. test/images/recovery.test.ts (SIGTERM drains) fails if a
+   * new Agenda renames these fields (the drain would then end at once).
+   */
+  private localLoad(): { running: number; locked: number } {
+    const processor = (this.agenda as unknown as { jobProcessor?: { runningJobs?: unknown[]; lockedJobs?: unknown[] } }).jobProcessor;
+    return { running: processor?.runningJobs?.length ?? 0, locked: processor?.lockedJobs?.length ?? 0 };
   }
 }
