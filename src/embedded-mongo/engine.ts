@@ -209,10 +209,6 @@ export class Engine {
   private notifiedSeq = 0;
 
   private replay(r: JournalRecord): void {
-    const split = (ns: string): [string, string] => {
-      const i = ns.indexOf('.');
-      return [ns.slice(0, i), ns.slice(i + 1)];
-    };
     switch (r.o) {
       case 'cc': {
         const [db, name] = split(r.ns);
@@ -238,7 +234,19 @@ export class Engine {
         this.getCollection(db, name)?.dropIndex(r.name);
         break;
       }
-      case 'ins':
+      case 'ins': {
+        const [db, name] = split(r.ns);
+        const coll = this.ensureCollection(db, name);
+        // Upsert by _id, so replay is idempotent; looked up only on a clash, as inserts are most records.
+        try {
+          coll.insert(r.d);
+        } catch (e) {
+          const rid = coll.findRidById(r.d._id);
+          if (rid === undefined) throw e;
+          coll.replace(rid, r.d);
+        }
+        break;
+      }
       case 'rep': {
         // Upsert by _id, so replay is idempotent.
         const [db, name] = split(r.ns);
@@ -401,6 +409,12 @@ export class Engine {
   reapCursors(now = Date.now()): void {
     for (const [id, c] of this.cursors) if (now - c.lastUsed > 10 * 60_000) this.cursors.delete(id);
   }
+}
+
+/** A namespace's database and collection names. */
+function split(ns: string): [string, string] {
+  const i = ns.indexOf('.');
+  return [ns.slice(0, i), ns.slice(i + 1)];
 }
 
 export function validateCollectionName(name: string): void {

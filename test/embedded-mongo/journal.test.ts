@@ -126,7 +126,11 @@ it('opens a directory whose snapshot and journal share a generation in the older
     path.join(dir, 'snapshot.bson'),
     records(4, { o: 'cc', ns: 't.items', opts: {} }, { o: 'ci', ns: 't.items', spec: index }, { o: 'ins', ns: 't.items', d: { _id: 1, sku: 'a' } }),
   );
-  fs.writeFileSync(path.join(dir, 'journal.bson'), records(4, { o: 'ins', ns: 't.items', d: { _id: 2, sku: 'b' } }, { o: 'del', ns: 't.items', id: 1 }));
+  // Replay is idempotent: an insert of an _id already present replaces the document.
+  fs.writeFileSync(
+    path.join(dir, 'journal.bson'),
+    records(4, { o: 'ins', ns: 't.items', d: { _id: 2, sku: 'x' } }, { o: 'del', ns: 't.items', id: 1 }, { o: 'ins', ns: 't.items', d: { _id: 2, sku: 'b' } }),
+  );
   // A journal of an older generation is already in the snapshot: replaying it would bring back _id 1.
   fs.writeFileSync(path.join(dir, 'journal.3.bson'), records(3, { o: 'ins', ns: 't.items', d: { _id: 1, sku: 'a' } }));
 
