@@ -1,7 +1,9 @@
 // Benchmark of the embedded MongoDB server (not a test): `npx tsx bench/embedded-mongo.ts`.
 // The server runs in its own process so its CPU time can be read from /proc; prints guarded
-// findOneAndUpdate by _id and insertOne at 10 and at 100,000 documents, and Agenda drain rates.
+// findOneAndUpdate by _id and insertOne at 10 and at 100,000 documents, Agenda drain rates, and the
+// --dbpath restart after SIGKILL with a 1,000,000-record journal and the compaction that follows.
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,11 +17,12 @@ const worker = path.join(root, 'test', 'embedded-mongo', 'fixtures', 'agenda-wor
 const OPS = Number(process.env.BENCH_OPS ?? 10_000);
 const CONCURRENCY = 16;
 const AGENDA_JOBS = Number(process.env.BENCH_AGENDA_JOBS ?? 10_000);
+const JOURNAL_RECORDS = Number(process.env.BENCH_JOURNAL_RECORDS ?? 1_000_000);
 
-function startServer(): Promise<{ child: ChildProcess; uri: string }> {
+function startServer(args: string[] = []): Promise<{ child: ChildProcess; uri: string }> {
   return new Promise((resolve, reject) => {
     // node --import tsx keeps the server in one process whose CPU time /proc reports.
-    const child = spawn(process.execPath, ['--import', 'tsx/esm', cli, '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx/esm', cli, '--port=0', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout!.on('data', (d: Buffer) => {
       out += d.toString();
@@ -120,6 +123,88 @@ async function agendaFigure(uri: string, workers: number): Promise<{ jobsPerSec:
   return { jobsPerSec: Math.round((processed / ms) * 1000), processed };
 }
 
+/** Peak resident memory of a process, in MiB (0 where there is no /proc). */
+function peakRssMiB(pid: number): number {
+  try {
+    const kib = /VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return kib ? Math.round(Number(kib[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+async function kill9(child: ChildProcess): Promise<void> {
+  const gone = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await gone;
+}
+
+async function timedStart(args: string[]): Promise<{ child: ChildProcess; uri: string; ms: number }> {
+  const t0 = performance.now();
+  const started = await startServer(args);
+  return { ...started, ms: Math.round(performance.now() - t0) };
+}
+
+type JournalStatus = { bytes: number; snapshotBytes: number; compacting: boolean; compactions: number; lastCompactionMs: number; lastCompactionLongestPauseMs: number };
+
+async function journalStatus(client: MongoClient): Promise<JournalStatus> {
+  return (await client.db('admin').command({ serverStatus: 1 })).journal as JournalStatus;
+}
+
+/**
+ * Fills a --dbpath server with JOURNAL_RECORDS small documents (no compaction meanwhile, so the journal
+ * holds them all), kills it with SIGKILL, and times the restart (spawn to MONGODB_URI). The restarted
+ * server's bound is 1 byte, so it compacts at once; its pings show how long the event loop is held.
+ */
+async function restartFigures(): Promise<void> {
+  const dbpath = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-journal-'));
+  try {
+    const empty = await timedStart([`--dbpath=${path.join(dbpath, 'empty')}`]);
+    await kill9(empty.child);
+
+    const first = await startServer([`--dbpath=${dbpath}`, `--journal-compact-bytes=${1024 ** 4}`]);
+    const client = await MongoClient.connect(first.uri);
+    const docs = client.db('bench_journal').collection('docs');
+    const batch = 5000;
+    for (let i = 0; i < JOURNAL_RECORDS; i += batch) {
+      await docs.insertMany(Array.from({ length: Math.min(batch, JOURNAL_RECORDS - i) }, (_, j) => ({ n: i + j, owner: `acct-${(i + j) % 1000}` })));
+    }
+    const journalMiB = ((await journalStatus(client)).bytes / 1024 ** 2).toFixed(0);
+    await kill9(first.child);
+    await client.close(true).catch(() => undefined);
+
+    const restarted = await timedStart([`--dbpath=${dbpath}`, '--journal-compact-bytes=1']);
+    const again = await MongoClient.connect(restarted.uri);
+    const count = await again.db('bench_journal').collection('docs').countDocuments();
+    console.log(
+      `restart after SIGKILL, ${JOURNAL_RECORDS} journal records (${journalMiB} MiB): ${restarted.ms} ms to accept connections ` +
+        `(empty --dbpath: ${empty.ms} ms), ${count} documents back, peak RSS ${peakRssMiB(restarted.child.pid!)} MiB`,
+    );
+    let longestPing = 0;
+    let status = await journalStatus(again);
+    while (status.compactions === 0) {
+      const t0 = performance.now();
+      await again.db('admin').command({ ping: 1 });
+      longestPing = Math.max(longestPing, performance.now() - t0);
+      status = await journalStatus(again);
+    }
+    const files = fs.readdirSync(dbpath).filter((f) => f.endsWith('.bson'));
+    const sizes = files.map((f) => `${f} ${(fs.statSync(path.join(dbpath, f)).size / 1024 ** 2).toFixed(1)} MiB`).join(', ');
+    console.log(
+      `compaction (snapshot + truncate) of ${count} documents: ${Math.round(status.lastCompactionMs)} ms, event loop held at most ` +
+        `${Math.round(status.lastCompactionLongestPauseMs)} ms at a time (longest ping meanwhile ${Math.round(longestPing)} ms); files after: ${sizes}`,
+    );
+    await kill9(restarted.child);
+    await again.close(true).catch(() => undefined);
+
+    const fromSnapshot = await timedStart([`--dbpath=${dbpath}`]);
+    console.log(`restart after SIGKILL from that snapshot: ${fromSnapshot.ms} ms to accept connections`);
+    await kill9(fromSnapshot.child);
+  } finally {
+    fs.rmSync(dbpath, { recursive: true, force: true });
+  }
+}
+
 const { child, uri } = await startServer();
 try {
   console.log(`embedded-mongo benchmark on ${os.cpus().length} CPU(s), load ${os.loadavg()[0].toFixed(1)}; median of 3 x ${OPS} ops, concurrency ${CONCURRENCY}`);
@@ -136,3 +221,4 @@ try {
 } finally {
   child.kill('SIGTERM');
 }
+if (JOURNAL_RECORDS > 0) await restartFigures();
