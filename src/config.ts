@@ -75,6 +75,9 @@ const schema = z
     JOB_EVENTS: z.enum(['auto', 'changestream', 'poll']).default('auto'),
     JOB_EVENTS_POLL_MS: int(500, 50),
 
+    /** SIGTERM: how long requests in flight, running images and closing the database may take in all. */
+    SHUTDOWN_TIMEOUT_MS: int(25_000, 1000),
+
     /** Behind a reverse proxy: take the client's address and protocol from X-Forwarded-For/-Proto. */
     TRUST_PROXY: bool(false),
     CONSOLE_SESSION_IDLE_MINUTES: int(30, 1, 24 * 60),

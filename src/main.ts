@@ -54,20 +54,32 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
+    const budget = config.SHUTDOWN_TIMEOUT_MS;
+    app.log.info({ signal, timeoutMs: budget }, 'shutting down');
     const timer = setTimeout(() => {
       app.log.error({}, 'shutdown took too long: exiting');
       process.exit(1);
-    }, 30_000);
+    }, budget);
     timer.unref();
+    // Requests in flight first (their enqueues need the queue the worker's stop closes), then running
+    // images, then the services and the database, each within its share of the budget.
+    const deadline = Date.now() + budget;
+    const forceClose = setTimeout(() => {
+      app.log.warn({}, 'shutdown: closing connections still open');
+      app.server.closeAllConnections();
+    }, budget * 0.4);
+    forceClose.unref();
     try {
-      // Stop accepting requests and finish those in flight, then background work, then the database.
+      // Stop accepting; answer what is in flight with Connection: close; close idle keep-alive sockets
+      // and WebSockets (1001).
       await app.close();
+      clearTimeout(forceClose);
       // Running images finish (drain); queued ones stay in the queue for any other worker.
-      await worker?.stop(20_000);
+      await worker?.stop(Math.max(0, deadline - budget * 0.2 - Date.now()));
       await services.close();
       await connection.close();
       await embedded?.stop();
+      app.log.info({ signal }, 'shut down');
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');

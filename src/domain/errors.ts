@@ -93,6 +93,12 @@ export const ERROR_CATALOG = {
     message: 'Service temporarily unavailable',
     retryable: true,
   },
+  shutting_down: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Server is shutting down',
+    retryable: true,
+  },
   internal_error: {
     httpStatus: 500,
     graphqlCode: 'INTERNAL_SERVER_ERROR',

@@ -18,6 +18,7 @@ import type { Config } from '../config.js';
 import { registerConsole } from '../console/plugin.js';
 import { AppError } from '../domain/errors.js';
 import { registerEdgeAuth } from '../edge/auth.js';
+import { registerDraining } from '../edge/draining.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
@@ -54,12 +55,17 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     // forwarded ones (the first untrusted hop), for audit entries and Secure cookies.
     trustProxy: config.TRUST_PROXY,
     routerOptions: { ignoreTrailingSlash: true },
+    // Requests that arrive while the app closes get the contract's 503 (src/edge/draining.ts), not
+    // Fastify's own body; idle keep-alive sockets are closed when the server stops accepting.
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
   }) as unknown as FastifyInstance;
 
   if (opts.onRoute) {
     const report = opts.onRoute;
     app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
   }
+  registerDraining(app);
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);
   // Cookie parsing on demand (no global hook): only console routes read the session cookie.

@@ -164,14 +164,18 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
 
   const ws = await attachWebSocket(app, schema, protection.validationRules, { ...opts, services }, baseUrlOf, formatError, log);
 
+  let wsClosing: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
+  const closeWebSockets = () => (wsClosing ??= ws.close());
   const close = () =>
     (closing ??= (async () => {
-      await ws.close();
+      await closeWebSockets();
       await apollo.stop();
     })());
-  // preClose, not onClose: open WebSockets would otherwise keep Fastify's close waiting for them.
-  app.addHook('preClose', close);
+  // WebSockets in preClose: open ones would otherwise keep Fastify's close waiting for them. Apollo in
+  // onClose, once the server has answered the requests in flight: a stopped Apollo fails them.
+  app.addHook('preClose', closeWebSockets);
+  app.addHook('onClose', close);
   return { schema, close };
 }
 /** Logs every error that reaches the client masked, with the request id to find it by. */
