@@ -1,6 +1,11 @@
 /** RFC 4180 CSV; cells that a spreadsheet would run as a formula are prefixed with a quote. */
 export function toCsv(header: readonly string[], rows: readonly (readonly unknown[])[]): string {
-  return [header, ...rows].map((row) => row.map(cell).join(',')).join('\r\n') + '\r\n';
+  return [header, ...rows].map(csvRow).join('');
+}
+
+/** One CSV line, with its line ending. */
+export function csvRow(row: readonly unknown[]): string {
+  return `${row.map(cell).join(',')}\r\n`;
 }
 
 function cell(value: unknown): string {

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
+import { Readable } from 'node:stream';
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
@@ -32,7 +33,7 @@ import type { BaseUrlOf } from '../http/routes/types.js';
 import type { JobEvents } from '../queue/job-events.js';
 import { watchJob } from '../queue/job-watch.js';
 import { day, html, type Html } from './html.js';
-import { toCsv } from './csv.js';
+import { csvRow, toCsv } from './csv.js';
 import { auditPage, EVENT_LABELS, describe } from './views/audit.js';
 import { jobsPage } from './views/jobs.js';
 import { confirmDeletePage, keysPage } from './views/keys.js';
@@ -99,8 +100,8 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
 
       // A client that sent neither Sec-Fetch-Site nor Origin must prove the form came from us.
       scope.addHook('preHandler', async (request) => {
-        if (request.method === 'GET' || request.method === 'HEAD') return;
-        if (originVerdict(request, []) !== 'needs-token' && originVerdict(request, []) !== 'cross-site') return;
+        // Cross-site requests were refused by the edge already; this is for clients that sent neither header.
+        if (request.method === 'GET' || request.method === 'HEAD' || originVerdict(request, []) !== 'needs-token') return;
         const given = (request.body as Record<string, unknown> | undefined)?._csrf ?? request.headers['x-csrf-token'];
         const expected = request.consoleCaller?.csrfToken ?? app.parseCookie(request.headers.cookie ?? '')[FORM_COOKIE];
         if (!tokensMatch(given, expected)) throw new AppError('cross_site_request');
@@ -263,23 +264,25 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
         }
       });
 
+      // Exports stream the whole filtered range (90 days at most are kept), one entry at a time.
       scope.get<AuditQuery>('/audit.jsonl', session, async (request, reply) => {
         const entries = s.audit.search(callerOf(request).principal.accountId, request.query);
-        reply.type('application/x-ndjson; charset=utf-8').header('content-disposition', 'attachment; filename="audit.jsonl"');
-        const lines: string[] = [];
-        for await (const e of entries) lines.push(JSON.stringify(e));
-        return reply.send(lines.length ? `${lines.join('\n')}\n` : '');
+        async function* lines() {
+          for await (const e of entries) yield `${JSON.stringify(e)}\n`;
+        }
+        return reply
+          .type('application/x-ndjson; charset=utf-8')
+          .header('content-disposition', 'attachment; filename="audit.jsonl"')
+          .send(Readable.from(lines()));
       });
 
       scope.get<AuditQuery>('/audit.csv', session, async (request, reply) => {
-        const rows: unknown[][] = [];
-        for await (const e of s.audit.search(callerOf(request).principal.accountId, request.query)) {
-          rows.push([e.createdAt.toISOString(), e.event, EVENT_LABELS[e.event] ?? e.event, e.actor, e.ip ?? '', describe(e), e.keyId ?? '']);
+        const entries = s.audit.search(callerOf(request).principal.accountId, request.query);
+        async function* lines() {
+          yield csvRow(['time', 'event', 'event_label', 'actor', 'ip', 'details', 'key_id']);
+          for await (const e of entries) yield csvRow([e.createdAt, e.event, EVENT_LABELS[e.event] ?? e.event, e.actor, e.ip ?? '', describe(e), e.keyId ?? '']);
         }
-        return reply
-          .type('text/csv; charset=utf-8')
-          .header('content-disposition', 'attachment; filename="audit.csv"')
-          .send(toCsv(['time', 'event', 'event_label', 'actor', 'ip', 'details', 'key_id'], rows));
+        return reply.type('text/csv; charset=utf-8').header('content-disposition', 'attachment; filename="audit.csv"').send(Readable.from(lines()));
       });
 
       // ---- Jobs ---------------------------------------------------------------------------------

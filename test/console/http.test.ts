@@ -3,6 +3,7 @@
  * playground's real charges. Browser flows are in browser.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { csvRow } from '../../src/console/csv.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { consoleGet, consolePost, createConsoleUser, sameOrigin, signIn } from '../helpers/console.js';
 
@@ -210,6 +211,43 @@ describe('API keys in the console', () => {
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('name must not be empty');
     expect(await t.services.keys.list(u.accountId)).toHaveLength(1);
+  });
+});
+
+describe('audit log and usage exports', () => {
+  it('export the filtered range as JSON lines and CSV; spreadsheet formulas in data are neutralised', async () => {
+    const u = await createConsoleUser(t);
+    const { cookie } = await signIn(t, u.email, u.password);
+    await consolePost(t, '/console/keys', cookie, { name: '=HYPERLINK("http://evil.example")' });
+    const today = new Date().toISOString().slice(0, 10);
+    const jsonl = await consoleGet(t, `/console/audit.jsonl?event=key.created&from=${today}&to=${today}`, cookie);
+    expect(jsonl.status).toBe(200);
+    expect(jsonl.headers.get('content-type')).toContain('application/x-ndjson');
+    const lines = (await jsonl.text()).trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(lines.map((l) => l.event))).toEqual(new Set(['key.created']));
+    expect(lines.every((l) => l.accountId === u.accountId)).toBe(true);
+    const csv = await (await consoleGet(t, `/console/audit.csv?event=key.created`, cookie)).text();
+    expect(csv.split('\r\n')[0]).toBe('time,event,event_label,actor,ip,details,key_id');
+    expect(csv).toContain('key.created');
+    expect(csv).not.toMatch(/(^|,)=HYPERLINK/m);
+    // Cells a spreadsheet would run as formulas start with a quote; commas and quotes are escaped.
+    expect(csvRow(['=1+1', '+x', '-y', '@z', 'a,b', 'q"q', 7])).toBe(`'=1+1,'+x,'-y,'@z,"a,b","q""q",7\r\n`);
+    const none = await consoleGet(t, `/console/audit.jsonl?from=2020-01-01&to=2020-01-02`, cookie);
+    expect(await none.text()).toBe('');
+    const bad = await consoleGet(t, `/console/audit?event=nope`, cookie);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toContain('event must be one of');
+  });
+
+  it('usage as CSV, per day, service and key', async () => {
+    const u = await createConsoleUser(t);
+    await fetch(`${t.baseUrl}/api/playground/query`, { method: 'POST', headers: { authorization: `Bearer ${u.key}`, 'content-type': 'application/json' }, body: '{"keyword":"oak"}' });
+    const { cookie } = await signIn(t, u.email, u.password);
+    const csv = await (await consoleGet(t, '/console/usage.csv', cookie)).text();
+    const [header, row] = csv.trim().split('\r\n');
+    expect(header).toBe('day,service,source,key,calls,credits,refunded');
+    expect(row).toBe(`${new Date().toISOString().slice(0, 10)},definitions,${u.keyId},test key (${u.key.slice(0, 12)}…),1,1,0`);
   });
 });
 
