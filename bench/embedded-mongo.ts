@@ -139,10 +139,11 @@ async function kill9(child: ChildProcess): Promise<void> {
   await gone;
 }
 
-async function timedStart(args: string[]): Promise<{ child: ChildProcess; uri: string; ms: number }> {
+/** Starts a server; `ms` until it accepts connections, and the CPU it used for that (load-independent). */
+async function timedStart(args: string[]): Promise<{ child: ChildProcess; uri: string; ms: number; cpuMs: number }> {
   const t0 = performance.now();
   const started = await startServer(args);
-  return { ...started, ms: Math.round(performance.now() - t0) };
+  return { ...started, ms: Math.round(performance.now() - t0), cpuMs: Math.round(cpuMicros(started.child.pid) / 1000) };
 }
 
 type JournalStatus = { bytes: number; snapshotBytes: number; compacting: boolean; compactions: number; lastCompactionMs: number; lastCompactionLongestPauseMs: number };
@@ -177,8 +178,8 @@ async function restartFigures(): Promise<void> {
     const again = await MongoClient.connect(restarted.uri);
     const count = await again.db('bench_journal').collection('docs').countDocuments();
     console.log(
-      `restart after SIGKILL, ${JOURNAL_RECORDS} journal records (${journalMiB} MiB): ${restarted.ms} ms to accept connections ` +
-        `(empty --dbpath: ${empty.ms} ms), ${count} documents back, peak RSS ${peakRssMiB(restarted.child.pid!)} MiB`,
+      `restart after SIGKILL, ${JOURNAL_RECORDS} journal records (${journalMiB} MiB): ${restarted.ms} ms to accept connections, ` +
+        `${restarted.cpuMs} ms server CPU (empty --dbpath: ${empty.ms} ms, ${empty.cpuMs} ms CPU), ${count} documents back, peak RSS ${peakRssMiB(restarted.child.pid!)} MiB`,
     );
     let longestPing = 0;
     let status = await journalStatus(again);
@@ -198,7 +199,7 @@ async function restartFigures(): Promise<void> {
     await again.close(true).catch(() => undefined);
 
     const fromSnapshot = await timedStart([`--dbpath=${dbpath}`]);
-    console.log(`restart after SIGKILL from that snapshot: ${fromSnapshot.ms} ms to accept connections`);
+    console.log(`restart after SIGKILL from that snapshot: ${fromSnapshot.ms} ms to accept connections, ${fromSnapshot.cpuMs} ms server CPU`);
     await kill9(fromSnapshot.child);
   } finally {
     fs.rmSync(dbpath, { recursive: true, force: true });
