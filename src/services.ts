@@ -139,7 +139,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const usage = await openUsage(connection);
   const stopRollUps = usage.startRollUps({ everyMs: 3_600_000, onError: (err) => log.warn({ err }, 'usage: roll-up failed') });
 
-  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: deps.role ?? 'gateway' });
+  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: deps.role ?? 'gateway', log });
   // Started lazily by the first subscriber: workers and the CLI build services too and never watch.
   const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
 
