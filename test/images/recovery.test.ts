@@ -6,7 +6,10 @@ import { readJson, spawnWorker, type WorkerProcess } from './worker-process.js';
 
 // Workers dying and stopping: kill -9 mid-image (another worker finishes after the lock expires) and
 // SIGTERM (running images finish before exit). A slow fake provider makes sure the signal lands mid-image.
-const LOCK_MS = 2000;
+// Short, so the kill -9 test does not wait a minute for the lock to expire; but not so short that a
+// worker starved of CPU on a busy machine misses its heartbeats (every third of it) and loses its own
+// images to the sweep (a third attempt; a drained image aborted). 2 s did, under load.
+const LOCK_MS = 8000;
 let t: TestApp;
 let fake: FakeOpenAi;
 let account: TestAccount;
