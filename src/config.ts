@@ -75,6 +75,10 @@ const schema = z
     JOB_EVENTS: z.enum(['auto', 'changestream', 'poll']).default('auto'),
     JOB_EVENTS_POLL_MS: int(500, 50),
 
+    /** Longest time to receive a whole request (headers and body); 408 after it. */
+    REQUEST_TIMEOUT_MS: int(30_000, 10),
+    /** Longest time to receive a request's headers (slow-header clients); at most REQUEST_TIMEOUT_MS. */
+    HEADERS_TIMEOUT_MS: int(10_000, 10),
     /** SIGTERM: how long requests in flight, running images and closing the database may take in all. */
     SHUTDOWN_TIMEOUT_MS: int(25_000, 1000),
 
@@ -97,6 +101,9 @@ const schema = z
     }
     if (c.IMAGE_PROVIDER === 'openai' && !c.IMAGE_API_URL) {
       ctx.addIssue({ code: 'custom', path: ['IMAGE_API_URL'], message: 'is required when IMAGE_PROVIDER=openai' });
+    }
+    if (c.HEADERS_TIMEOUT_MS > c.REQUEST_TIMEOUT_MS) {
+      ctx.addIssue({ code: 'custom', path: ['HEADERS_TIMEOUT_MS'], message: 'must not exceed REQUEST_TIMEOUT_MS' });
     }
   });
 

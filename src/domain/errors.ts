@@ -58,6 +58,12 @@ export const ERROR_CATALOG = {
     message: 'Invalid or expired image URL',
     retryable: false,
   },
+  request_timeout: {
+    httpStatus: 408,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Request timed out',
+    retryable: true,
+  },
   payload_too_large: {
     httpStatus: 413,
     graphqlCode: 'BAD_USER_INPUT',

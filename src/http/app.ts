@@ -18,6 +18,7 @@ import type { Config } from '../config.js';
 import { registerConsole } from '../console/plugin.js';
 import { AppError } from '../domain/errors.js';
 import { registerEdgeAuth } from '../edge/auth.js';
+import { createClientErrorEdge } from '../edge/client-errors.js';
 import { registerDraining } from '../edge/draining.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
@@ -40,6 +41,7 @@ export interface BuildAppOptions {
 
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
   const { config, services } = opts;
+  const clientErrors = createClientErrorEdge();
   const app = Fastify({
     ...(opts.logger
       ? { loggerInstance: opts.logger }
@@ -59,6 +61,12 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     // Fastify's own body; idle keep-alive sockets are closed when the server stops accepting.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
+    // Requests must arrive in time (headers, then the whole request); a client that stalls gets a 408
+    // from the clientErrorHandler. Node checks every connection at this interval, so it bounds how
+    // late a timeout fires. Time spent answering is not counted.
+    requestTimeout: config.REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(config.HEADERS_TIMEOUT_MS / 4))) },
+    clientErrorHandler: clientErrors.handler,
   }) as unknown as FastifyInstance;
 
   if (opts.onRoute) {
@@ -66,6 +74,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
   }
   registerDraining(app);
+  clientErrors.register(app);
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);
   // Cookie parsing on demand (no global hook): only console routes read the session cookie.
