@@ -49,6 +49,12 @@ export const ERROR_CATALOG = {
     message: 'Request body is not valid JSON',
     retryable: false,
   },
+  subscription_over_http: {
+    httpStatus: 400,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql',
+    retryable: false,
+  },
   job_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Job not found', retryable: false },
   route_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Route not found', retryable: false },
   image_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Image not found', retryable: false },

@@ -27,7 +27,7 @@ import { CloseCode } from 'graphql-ws';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.js';
-import { AppError } from '../domain/errors.js';
+import { AppError, ERROR_CATALOG } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
 import { errorHeaders, logLevelOf, toAppError } from '../edge/errors.js';
@@ -113,7 +113,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     // handler (on by default outside NODE_ENV=test) would start a second stop that never settles and
     // hold the shutdown until Fastify's close timeout.
     stopOnTerminationSignals: false,
-    validationRules: protection.validationRules,
+    validationRules: [...protection.validationRules, SubscriptionsOverWebSocketOnly],
     parseOptions: { maxTokens: config.GRAPHQL_MAX_TOKENS },
     formatError,
     // Cast: armor resolves @apollo/server's CommonJS typings, structurally the same plugins.
@@ -178,6 +178,19 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   app.addHook('onClose', close);
   return { schema, close };
 }
+/**
+ * A subscription sent over HTTP (POST or GET) is the client's mistake, not a fault: graphql-js would
+ * run the subscription field as a query and fail inside it (a masked 500). A validation rule of the
+ * HTTP door only refuses it with a 400 that says where subscriptions are served.
+ */
+const SubscriptionsOverWebSocketOnly: ValidationRule = (context) => ({
+  OperationDefinition(node) {
+    if (node.operation === 'subscription') {
+      context.reportError(new GraphQLError(ERROR_CATALOG.subscription_over_http.message, { nodes: node, originalError: new AppError('subscription_over_http') }));
+    }
+  },
+});
+
 /** Logs every error that reaches the client masked, with the request id to find it by. */
 function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
   // One listener for every request: it keeps no state of its own.

@@ -95,3 +95,35 @@ describe('request timeouts', () => {
     ws.close();
   });
 });
+
+describe('GraphQL over HTTP', () => {
+  it('a subscription is a 400 BAD_USER_INPUT saying subscriptions use WebSocket, not a logged fault', async () => {
+    const logs: { level: number; msg: string }[] = [];
+    const t = await start({ LOG_LEVEL: 'info', logStream: { write: (line: string) => logs.push(JSON.parse(line)) } });
+    const acc = await t.createAccountWithKey({ credits: 5 });
+    const query = 'subscription { jobStatus(jobId: "00000000-0000-4000-8000-000000000000") { status } }';
+    const expected = {
+      errors: [{ message: 'Subscriptions are served over WebSocket (graphql-transport-ws) at /graphql', extensions: { code: 'BAD_USER_INPUT' } }],
+    };
+    const post = await fetch(`${t.baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${acc.key}` },
+      body: JSON.stringify({ query }),
+    });
+    expect(post.status).toBe(400);
+    expect(await post.json()).toMatchObject(expected);
+    const get = await fetch(`${t.baseUrl}/graphql?query=${encodeURIComponent(query)}`, {
+      headers: { authorization: `Bearer ${acc.key}`, 'apollo-require-preflight': '1' },
+    });
+    expect(get.status).toBe(400);
+    expect(await get.json()).toMatchObject(expected);
+    expect(logs.filter((l) => l.level >= 40)).toEqual([]);
+    // Queries still run.
+    const me = await fetch(`${t.baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${acc.key}` },
+      body: JSON.stringify({ query: '{ me { credits } }' }),
+    });
+    expect(await me.json()).toEqual({ data: { me: { credits: 5 } } });
+  });
+});
