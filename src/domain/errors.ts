@@ -64,6 +64,18 @@ export const ERROR_CATALOG = {
     message: 'Invalid or expired image URL',
     retryable: false,
   },
+  malformed_request: {
+    httpStatus: 400,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Malformed HTTP request',
+    retryable: false,
+  },
+  headers_too_large: {
+    httpStatus: 431,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Request headers too large',
+    retryable: false,
+  },
   request_timeout: {
     httpStatus: 408,
     graphqlCode: 'BAD_USER_INPUT',

@@ -23,6 +23,9 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
   FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  // A path whose percent-encoding does not decode, or a parameter longer than the router takes.
+  FST_ERR_BAD_URL: 'malformed_request',
+  FST_ERR_MAX_PARAM_LENGTH: 'malformed_request',
 };
 
 /** Everything that can go wrong, as a catalog error. */

@@ -20,6 +20,7 @@ import { AppError } from '../domain/errors.js';
 import { registerEdgeAuth } from '../edge/auth.js';
 import { createClientErrorEdge } from '../edge/client-errors.js';
 import { registerDraining } from '../edge/draining.js';
+import { registerHostCheck } from '../edge/host.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
@@ -56,7 +57,11 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     // Only behind a proxy the operator runs: then the client's address and protocol are the
     // forwarded ones (the first untrusted hop), for audit entries and Secure cookies.
     trustProxy: config.TRUST_PROXY,
-    routerOptions: { ignoreTrailingSlash: true },
+    // maxParamLength: a parameter as long as any URL Node accepts (16 KiB of headers) reaches its
+    // route, so an overlong job id is the route's 404 after authentication, not the router's 414.
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
+    // Errors the router raises before a route is found, in the contract's shape.
+    frameworkErrors: (err, request, reply) => sendError(reply, request, translate(err, request)),
     // Requests that arrive while the app closes get the contract's 503 (src/edge/draining.ts), not
     // Fastify's own body; idle keep-alive sockets are closed when the server stops accepting.
     return503OnClosing: false,
@@ -65,7 +70,12 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     // from the clientErrorHandler. Node checks every connection at this interval, so it bounds how
     // late a timeout fires. Time spent answering is not counted.
     requestTimeout: config.REQUEST_TIMEOUT_MS,
-    http: { headersTimeout: config.HEADERS_TIMEOUT_MS, connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(config.HEADERS_TIMEOUT_MS / 4))) },
+    http: {
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
+      // The edge answers a missing Host in the contract's shape (Node's own 400 has an empty body).
+      requireHostHeader: false,
+    },
     clientErrorHandler: clientErrors.handler,
   }) as unknown as FastifyInstance;
 
@@ -74,6 +84,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
   }
   registerDraining(app);
+  registerHostCheck(app);
   clientErrors.register(app);
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);

@@ -30,6 +30,7 @@ import type { Config } from '../config.js';
 import { AppError, ERROR_CATALOG } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
+import { refuseConnection } from '../edge/client-errors.js';
 import { errorHeaders, logLevelOf, toAppError } from '../edge/errors.js';
 import { appErrorOf, errorFormatter, formatGraphQLError, isMaskedError, toRequestError, type ErrorFormatter } from '../graphql/errors.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
@@ -323,10 +324,12 @@ async function attachWebSocket(
     wss,
   );
 
+  // Refused upgrades answer in the contract's shape, as every HTTP error does.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => refuseConnection(socket, new AppError('malformed_request', { message: `Invalid WebSocket handshake: ${err.message}` }), log));
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== GRAPHQL_PATH) {
-      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+      refuseConnection(socket, new AppError('route_not_found'), log);
       return;
     }
     wss.handleUpgrade(req, socket, head, (client) => wss.emit('connection', client, req));

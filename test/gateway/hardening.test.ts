@@ -127,3 +127,93 @@ describe('GraphQL over HTTP', () => {
     expect(await me.json()).toEqual({ data: { me: { credits: 5 } } });
   });
 });
+
+describe('every error body has the contract shape (raw bytes)', () => {
+  let t: TestApp;
+  let acc: TestAccount;
+  const logs: { level: number }[] = [];
+  beforeAll(async () => {
+    t = await start({ LOG_LEVEL: 'info', logStream: { write: (line: string) => logs.push(JSON.parse(line)) } });
+    acc = await t.createAccountWithKey({ credits: 5 });
+  });
+
+  /** Sends `bytes` on a fresh connection and reads one answer. */
+  async function send(bytes: string | Buffer) {
+    const c = await RawClient.connect(portOf(t));
+    c.write(bytes);
+    const res = await c.response();
+    return { res, body: JSON.parse(res.body) as Record<string, unknown>, closed: c.closed };
+  }
+
+  const shaped = (code: string, error?: string | RegExp) => ({
+    error: error === undefined ? expect.any(String) : typeof error === 'string' ? error : expect.stringMatching(error),
+    code,
+    requestId: expect.stringMatching(/^[\w.:-]{8,}$/),
+  });
+
+  it('a 5,000-character job id is the README\'s 404 job_not_found, after authentication', async () => {
+    const id = 'a'.repeat(5000);
+    const authed = await send(`GET /api/playground/images/${id} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${acc.key}\r\nConnection: close\r\n\r\n`);
+    expect(authed.res.status).toBe(404);
+    expect(authed.body).toEqual(shaped('job_not_found', 'Job not found'));
+    expect(authed.res.body).not.toContain(id);
+    const anonymous = await send(`GET /api/playground/images/${id} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(anonymous.res.status).toBe(401);
+    expect(anonymous.body).toEqual(shaped('missing_authorization'));
+  });
+
+  it('a path whose percent-encoding does not decode: 400 malformed_request', async () => {
+    const { res, body } = await send(`GET /api/playground/images/%E0%A4%A HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect(res.status).toBe(400);
+    expect(body).toEqual(shaped('malformed_request'));
+    expect(res.body).not.toContain('%E0');
+  });
+
+  it('a control character in a header: 400 malformed_request, then the connection closes', async () => {
+    const { res, body, closed } = await send(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: a\x01b\r\n\r\n`);
+    expect(res.status).toBe(400);
+    expect(res.headers.connection).toBe('close');
+    expect(res.headers['x-request-id']).toBe(body.requestId);
+    expect(body).toEqual(shaped('malformed_request', 'Malformed HTTP request'));
+    await closed;
+  });
+
+  it('a 60 KB Authorization header: 431 headers_too_large', async () => {
+    const { res, body } = await send(`GET /healthz HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${'x'.repeat(60 * 1024)}\r\n\r\n`);
+    expect(res.status).toBe(431);
+    expect(body).toEqual(shaped('headers_too_large', 'Request headers too large'));
+  });
+
+  it('conflicting Content-Length headers: 400 malformed_request', async () => {
+    const { res, body } = await send(
+      `POST /api/playground/query HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${acc.key}\r\nContent-Type: application/json\r\nContent-Length: 17\r\nContent-Length: 5\r\n\r\n{"keyword":"cat"}`,
+    );
+    expect(res.status).toBe(400);
+    expect(body).toEqual(shaped('malformed_request'));
+    expect(await t.services.credits.balances([acc.accountId])).toEqual([5]);
+  });
+
+  it('no Host header (HTTP/1.1): 400 malformed_request saying so; HTTP/1.0 needs none', async () => {
+    const { res, body } = await send(`GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n`);
+    expect(res.status).toBe(400);
+    expect(body).toEqual(shaped('malformed_request', 'Missing Host header'));
+    const old = await RawClient.connect(portOf(t));
+    old.write(`GET /healthz HTTP/1.0\r\n\r\n`);
+    expect((await old.response()).status).toBe(200);
+  });
+
+  it('WebSocket upgrades: another path is 404 route_not_found, a broken handshake 400 malformed_request', async () => {
+    const upgrade = (path: string, key = 'dGhlIHNhbXBsZSBub25jZQ==') =>
+      `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: ${key}\r\n\r\n`;
+    const other = await send(upgrade('/elsewhere'));
+    expect(other.res.status).toBe(404);
+    expect(other.body).toEqual(shaped('route_not_found', 'Route not found'));
+    const broken = await send(upgrade('/graphql', 'nope'));
+    expect(broken.res.status).toBe(400);
+    expect(broken.body).toEqual(shaped('malformed_request', /Sec-WebSocket-Key/));
+  });
+
+  it('none of these is logged as a fault', () => {
+    expect(logs.filter((l) => l.level >= 40)).toEqual([]);
+  });
+});
