@@ -50,7 +50,15 @@ const SOURCE = /^[A-Za-z0-9_-]{1,64}$/;
 export function usageBucket(day: Date, service: MeteredService, source: string): string {
   if (!SERVICES.includes(service)) throw new Error(`not a metered service: ${service}`);
   if (!SOURCE.test(source)) throw new Error(`a usage source must be a key id or "console", got ${JSON.stringify(source)}`);
-  return `${day.toISOString().slice(0, 10).replace(/-/g, '')}_${service}_${source}`;
+  return `${yyyymmdd(day)}_${service}_${source}`;
+}
+
+// Every charge names its day: formatted once per day, not per charge (it is on the lookup's path).
+let lastDay = { ms: Number.NaN, text: '' };
+function yyyymmdd(day: Date): string {
+  const ms = day.getTime();
+  if (ms !== lastDay.ms) lastDay = { ms, text: day.toISOString().slice(0, 10).replace(/-/g, '') };
+  return lastDay.text;
 }
 
 /** The day, service and source a bucket counts; null for a name usageBucket never makes. */
