@@ -68,6 +68,7 @@ export async function openImageJobs(deps: {
     signer,
     limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
     publicBaseUrl: config.PUBLIC_BASE_URL,
+    onBackgroundError: (err) => queue.errors.report(err, 'enqueue'),
   });
   const runner = new ImageRunner({
     jobs: store,

@@ -197,7 +197,9 @@ describe('image jobs', () => {
     expect(provider.calls).toHaveLength(0);
   });
 
-  it('sweep: voids a crashed create’s charge, or completes it when the charge applied', async () => {
+  it('sweep: withdraws a crashed create — voids its charge, or gives it back when it applied — never finishes it', async () => {
+    // The request's own withdrawal fails too (the database is gone), so the sweep must do it.
+    const withdrawals = vi.spyOn(credits, 'voidOp').mockRejectedValueOnce(new Error('connection reset'));
     credits.failNextCharge = new Error('connection reset');
     await expect(service.create(alice, ['lost'])).rejects.toThrow('connection reset');
     const [orphan] = [...jobs.docs.values()];
@@ -207,19 +209,42 @@ describe('image jobs', () => {
     expect((await sweeper.sweep()).voided).toBe(0);
     expect((await sweeper.sweep(new Date(Date.now() + 61_000))).voided).toBe(1);
     expect(jobs.docs.size).toBe(0);
+    expect(credits.balances.get(alice.accountId)).toBe(10);
 
-    // The charge applied but the request died before marking the job charged (so before settling).
+    // The charge applied but the request died before accepting the job: the client got an error, so
+    // the credits come back and no image is generated.
+    withdrawals.mockRejectedValueOnce(new Error('connection reset'));
     vi.spyOn(jobs, 'markCharged').mockRejectedValueOnce(new Error('connection reset'));
     await expect(service.create(alice, ['paid'])).rejects.toThrow('connection reset');
     const [paid] = [...jobs.docs.values()];
     expect(credits.balances.get(alice.accountId)).toBe(9);
     queue.entries.length = 0;
-    expect((await sweeper.sweep(new Date(Date.now() + 61_000))).recovered).toBe(1);
-    expect(queue.entries).toEqual([{ jobId: paid.id, index: 0 }]);
-    expect((await service.get(alice, paid.id, ctx)).status).toBe('queued');
-    // Settled once the job records the charge; the void marker of the first job stays.
-    expect(credits.settled).toEqual([`job:${paid.id}`]);
-    expect(credits.ops.get(alice.accountId)).toEqual(new Set([`void:job:${orphan.id}`]));
+    const report = await sweeper.sweep(new Date(Date.now() + 61_000));
+    expect(report).toMatchObject({ voided: 0, refunded: 1 });
+    expect(credits.balances.get(alice.accountId)).toBe(10);
+    expect(queue.entries).toEqual([]);
+    expect(jobs.docs.has(paid.id)).toBe(false);
+    // A second sweep (or a concurrent one) finds nothing left to give back.
+    expect(await sweeper.sweep(new Date(Date.now() + 61_000))).toMatchObject({ voided: 0, refunded: 0 });
+    expect(credits.balances.get(alice.accountId)).toBe(10);
+  });
+
+  it('a create answered with an error withdraws itself at once: never charged, no job left', async () => {
+    vi.spyOn(jobs, 'markCharged').mockRejectedValueOnce(new Error('connection reset'));
+    await expect(service.create(alice, ['a', 'b'])).rejects.toThrow('connection reset');
+    expect(credits.balances.get(alice.accountId)).toBe(10);
+    expect(jobs.docs.size).toBe(0);
+    expect(queue.entries).toEqual([]);
+  });
+
+  it('a failed enqueue after acceptance still answers the job (the sweep queues it), so a retry never pays twice', async () => {
+    vi.spyOn(queue, 'enqueue').mockRejectedValueOnce(new Error('connection reset'));
+    const created = await service.create(alice, ['late start']);
+    expect(created).toMatchObject({ totalImages: 1, credits: 9 });
+    expect(queue.entries).toEqual([]);
+    const report = await sweeper.sweep(new Date(Date.now() + 120_000));
+    expect(report.requeued).toBe(1);
+    expect(queue.entries).toEqual([{ jobId: created.jobId, index: 0 }]);
   });
 
   it('settles the charge once the job records it, and each refund once the job records that', async () => {

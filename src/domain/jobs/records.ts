@@ -101,7 +101,7 @@ export interface JobCredits {
    */
   charge(accountId: string, amount: number, opId: string, usage: UsageTag): Promise<number>;
   /** Gives `amount` back, counted as refunded credits of `usage`. */
-  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index: number; keyId: string | null; reason: string }, usage: UsageTag): Promise<unknown>;
+  refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index?: number; keyId: string | null; reason: string }, usage: UsageTag): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
   /** The job now records the outcome of `opId` (charged, refunded): the account may forget the id. */

@@ -16,12 +16,38 @@ export interface ImageJobServiceDeps {
   limits: PromptLimits;
   /** Overrides the per-request base address of image URLs (PUBLIC_BASE_URL). */
   publicBaseUrl?: string;
+  /** Failures that do not fail the request (an enqueue the sweep will redo). */
+  onBackgroundError?: (err: unknown) => void;
 }
 
 export const MAX_PAGE_SIZE = 100;
 
 /** Charge operation id of a job: one charge per job, whatever retries or sweeps happen. */
 export const jobChargeOpId = (jobId: string) => `job:${jobId}`;
+/** Refund operation id of a withdrawn job's charge. */
+export const jobWithdrawOpId = (jobId: string) => `withdraw:${jobId}`;
+
+/**
+ * Withdraws a job that was never accepted (its create request failed or died): its charge can never
+ * apply from now on, and is given back if it did; then the job goes. Every step is once-per-op, so the
+ * request itself and any number of sweeps may run it, concurrently or after a crash half way. A job
+ * already accepted (marked charged) is left alone.
+ */
+export async function withdrawJob(
+  deps: { jobs: Pick<JobStore, 'findById' | 'deleteUncharged'>; credits: JobCredits },
+  job: { id: string; accountId: string; keyId: string | null; creditsUsed: number },
+): Promise<'voided' | 'refunded' | 'accepted'> {
+  const current = await deps.jobs.findById(job.id);
+  if (current?.charged) return 'accepted';
+  const usage = { service: 'images', source: job.keyId ?? 'console' } as const;
+  const outcome = await deps.credits.voidOp(job.accountId, jobChargeOpId(job.id));
+  if (outcome === 'already_applied') {
+    await deps.credits.refund(job.accountId, job.creditsUsed, jobWithdrawOpId(job.id), { jobId: job.id, keyId: job.keyId, reason: 'create_failed' }, usage);
+  }
+  await deps.jobs.deleteUncharged(job.id);
+  if (outcome === 'already_applied') await deps.credits.settle(job.accountId, jobWithdrawOpId(job.id));
+  return outcome === 'voided' ? 'voided' : 'refunded';
+}
 
 /**
  * Starting and reading image jobs: the one place their rules live for REST and GraphQL.
@@ -65,24 +91,36 @@ export class ImageJobs implements ImageJobService {
       updatedAt: now,
       completedAt: null,
     });
+    const usage = { service: 'images', source: sourceOf(principal) } as const;
     let balance: number;
     try {
-      balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId), { service: 'images', source: sourceOf(principal) });
+      balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId), usage);
+      if (!(await jobs.markCharged(jobId, new Date()))) {
+        // The sweep judged this request dead (it took longer than the grace period) and withdrew it,
+        // so nothing was taken: the client may simply try again.
+        throw new AppError('database_unavailable');
+      }
     } catch (err) {
-      // Only a refused charge is known not to have applied; any other failure is left to the sweep,
-      // which asks the credit service whether the charge happened.
-      if (isAppError(err) && err.code === 'insufficient_credits') await jobs.deleteUncharged(jobId);
+      // A refused charge is known not to have applied: the job just goes (no void marker to remember).
+      if (isAppError(err) && err.code === 'insufficient_credits') {
+        await jobs.deleteUncharged(jobId);
+        throw err;
+      }
+      // A create answered with an error is never charged: withdraw it now (void the charge, or give it
+      // back if it applied). Best effort: whatever this cannot reach, the sweep withdraws the same way.
+      await withdrawJob({ jobs, credits }, { id: jobId, accountId: principal.accountId, keyId: principal.keyId, creditsUsed: n }).catch(() => undefined);
       throw err;
     }
-    if (!(await jobs.markCharged(jobId, new Date()))) {
-      // The sweep judged this request dead (it took longer than the grace period) and voided its
-      // charge, so nothing was taken: the client may simply try again.
-      throw new AppError('database_unavailable');
+    // Accepted: the job is charged and visible. A failed enqueue must not turn the answer into an error
+    // (a client retrying would pay twice): the sweep queues images whose queue entries are missing.
+    try {
+      await queue.enqueue(
+        jobId,
+        prompts.map((_, i) => i),
+      );
+    } catch (err) {
+      this.deps.onBackgroundError?.(err);
     }
-    await queue.enqueue(
-      jobId,
-      prompts.map((_, i) => i),
-    );
     // The job records the charge: the account may forget its id (after the enqueue, so the work
     // starts first). A failed settle only leaves the id on the account, within its bound.
     await credits.settle(principal.accountId, jobChargeOpId(jobId)).catch(() => undefined);

@@ -1,6 +1,6 @@
 import type { ImageWorkQueue, JobCredits, JobStore } from './records.js';
 import type { ImageRunner } from './runner.js';
-import { jobChargeOpId } from './service.js';
+import { withdrawJob } from './service.js';
 
 export interface JobSweeperDeps {
   jobs: JobStore;
@@ -14,8 +14,9 @@ export interface JobSweeperDeps {
 }
 
 export interface SweepReport {
+  /** Create requests that died: their charge voided, or given back where it had applied. */
   voided: number;
-  recovered: number;
+  refunded: number;
   refundsSettled: number;
   finalized: number;
   requeued: number;
@@ -29,32 +30,23 @@ export class JobSweeper {
   constructor(private readonly deps: JobSweeperDeps) {}
 
   async sweep(now = new Date()): Promise<SweepReport> {
-    const report: SweepReport = { voided: 0, recovered: 0, refundsSettled: 0, finalized: 0, requeued: 0 };
+    const report: SweepReport = { voided: 0, refunded: 0, refundsSettled: 0, finalized: 0, requeued: 0 };
     await this.reconcileUncharged(now, report);
     await this.repairStalled(now, report);
     return report;
   }
 
-  /** A create request died between insert and confirmed charge: void the charge, or finish the job if it applied. */
+  /**
+   * A create request died between insert and acceptance: its client was never told 201, so the job is
+   * withdrawn (the charge voided, or refunded if it applied), never finished behind the client's back.
+   */
   private async reconcileUncharged(now: Date, report: SweepReport): Promise<void> {
-    const { jobs, credits, queue } = this.deps;
+    const { jobs, credits } = this.deps;
     const cutoff = new Date(now.getTime() - (this.deps.unchargedGraceMs ?? 60_000));
     for (const job of await jobs.findUncharged(cutoff, this.deps.batch ?? 100)) {
-      const result = await credits.voidOp(job.accountId, jobChargeOpId(job.id));
-      if (result === 'voided') {
-        if (await jobs.deleteUncharged(job.id)) report.voided++;
-      } else {
-        if (await jobs.markCharged(job.id, new Date())) {
-          await queue.enqueue(
-            job.id,
-            job.images.map((i) => i.index),
-          );
-          report.recovered++;
-        }
-        // Charged, and the job says so (marked here or by the request itself): the id may go. A void
-        // marker stays, so that a charge still on its way can never apply.
-        await credits.settle(job.accountId, jobChargeOpId(job.id));
-      }
+      const outcome = await withdrawJob({ jobs, credits }, job);
+      if (outcome === 'voided') report.voided++;
+      else if (outcome === 'refunded') report.refunded++;
     }
   }
 
