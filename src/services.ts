@@ -18,8 +18,10 @@ import { databaseHealth, type HealthCheck } from './data/connection.js';
 import { MongoSessionStore, MongoThrottleStore, MongoUserStore } from './data/console.js';
 import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
+import { MongoIdempotencyStore } from './data/idempotency.js';
 import { MongoKeyStore } from './data/keys.js';
 import { AuditLog } from './domain/audit/service.js';
+import { Idempotency } from './domain/idempotency/service.js';
 import { SessionService } from './domain/console/sessions.js';
 import { SignInService } from './domain/console/signin.js';
 import { UserService } from './domain/console/users.js';
@@ -79,6 +81,8 @@ export interface Services {
   /** Readiness: does the database answer? */
   readonly health: HealthCheck;
   readonly console: ConsoleServices;
+  /** Idempotency keys of the charging operations (REST Idempotency-Key, GraphQL idempotencyKey). */
+  readonly idempotency: Idempotency;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -113,7 +117,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const userStore = new MongoUserStore(connection);
   const sessionStore = new MongoSessionStore(connection);
   const throttleStore = new MongoThrottleStore(connection);
-  await Promise.all([accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore].map((store) => store.init()));
+  const idempotencyStore = new MongoIdempotencyStore(connection);
+  await Promise.all([accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore].map((store) => store.init()));
 
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
@@ -173,6 +178,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     jobEvents,
     health: databaseHealth(connection),
     console: consoleServices,
+    idempotency: new Idempotency({ store: idempotencyStore }),
     async close() {
       stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.

@@ -12,6 +12,7 @@ export type GraphQLErrorCode =
   | 'SERVICE_UNAVAILABLE'
   | 'BAD_GATEWAY'
   | 'FORBIDDEN'
+  | 'CONFLICT'
   | 'INTERNAL_SERVER_ERROR';
 
 export interface ErrorSpec {
@@ -98,6 +99,18 @@ export const ERROR_CATALOG = {
   invalid_credentials: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid email or password', retryable: false },
   too_many_attempts: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many attempts', retryable: true },
   cross_site_request: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Cross-site request refused', retryable: false },
+  idempotency_key_reused: {
+    httpStatus: 422,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Idempotency-Key was already used with a different request',
+    retryable: false,
+  },
+  idempotency_key_in_progress: {
+    httpStatus: 409,
+    graphqlCode: 'CONFLICT',
+    message: 'A request with this Idempotency-Key is still in progress',
+    retryable: true,
+  },
   rate_limited: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many requests', retryable: true },
   provider_failed: {
     httpStatus: 502,

@@ -2,6 +2,7 @@ import DataLoader from 'dataloader';
 import type { CreditBalances, DefinitionService, ImageJobService, JobUrlContext, KeyAuthenticator } from '../domain/ports.js';
 import type { Principal } from '../domain/principal.js';
 import type { JobView } from '../domain/jobs/types.js';
+import type { Idempotency } from '../domain/idempotency/service.js';
 import type { JobEvents } from '../queue/job-events.js';
 
 /** The domain services the GraphQL door calls: the same objects REST calls. */
@@ -11,6 +12,7 @@ export interface GraphQLServices {
   definitions: DefinitionService;
   jobs: ImageJobService;
   jobEvents: JobEvents;
+  idempotency: Pick<Idempotency, 'run'>;
 }
 
 export interface Loaders {

@@ -11,11 +11,19 @@ import { AccountType, GenerateResultType, JobConnectionType, JobType, LookupResu
  * only adds what it enforces by itself (e.g. a non-string prompt never reaches a resolver).
  */
 
+const IDEMPOTENCY_KEY =
+  'Retry-safe key (1-255 printable ASCII): the first result for it is replayed for 24 h; the same key with other arguments is refused.';
+
 @Resolver()
 export class JobResolver {
   @Mutation(() => GenerateResultType, { description: 'Starts an image job: one image and one credit per prompt.' })
-  generate(@Arg('prompts', () => [String]) prompts: string[], @Ctx() ctx: GraphQLContext): Promise<GenerateResultType> {
-    return ctx.services.jobs.create(ctx.principal, prompts);
+  async generate(
+    @Arg('prompts', () => [String]) prompts: string[],
+    @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<GenerateResultType> {
+    const run = () => ctx.services.jobs.create(ctx.principal, prompts);
+    return (await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, run)).value;
   }
 
   @Query(() => JobType, { description: "One of the caller's jobs; NOT_FOUND for an unknown id or another account's job." })
@@ -49,8 +57,13 @@ export class JobResolver {
 @Resolver()
 export class DefinitionResolver {
   @Mutation(() => LookupResultType, { description: 'Looks a keyword up for one credit.' })
-  lookup(@Arg('keyword', () => String) keyword: string, @Ctx() ctx: GraphQLContext): Promise<LookupResultType> {
-    return ctx.services.definitions.lookup(ctx.principal, keyword);
+  async lookup(
+    @Arg('keyword', () => String) keyword: string,
+    @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
+    @Ctx() ctx: GraphQLContext,
+  ): Promise<LookupResultType> {
+    const run = () => ctx.services.definitions.lookup(ctx.principal, keyword);
+    return (await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, run)).value;
   }
 }
 

@@ -102,12 +102,12 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   const sellable = exposedOnly({ definitions: services.definitions, jobs: services.jobs }, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   await app.register(healthRoutes, { health: services.health });
-  if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions });
-  if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, baseUrlOf });
+  if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency });
+  if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf });
   // The door closes itself (WebSockets, Apollo) when the app closes.
   await registerGraphQL(app, {
     config,
-    services: { keys: services.authenticator, balances: services.balances, jobEvents: services.jobEvents, ...sellable },
+    services: { keys: services.authenticator, balances: services.balances, jobEvents: services.jobEvents, idempotency: services.idempotency, ...sellable },
     baseUrlOf,
   });
   await registerConsole(app, {

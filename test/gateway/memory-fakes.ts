@@ -1,4 +1,5 @@
 import type { AuditEntry, AuditEntryInput, AuditFilter, AuditStore } from '../../src/domain/audit/types.js';
+import type { IdempotencyRecord, IdempotencyStore, StoredOutcome } from '../../src/domain/idempotency/service.js';
 import type { AccountRecord, AccountStore, ApplyResult } from '../../src/domain/credits/records.js';
 import type { KeyChangeFeed, KeyChangeListener, KeyRecord, KeyStore } from '../../src/domain/keys/records.js';
 import { utcDay, type UsageCount, type UsageRow, type UsageStore } from '../../src/domain/usage/types.js';
@@ -188,5 +189,29 @@ export class ManualKeyFeed implements KeyChangeFeed {
   lose() {
     this.live = false;
     for (const l of this.listeners) l.lost();
+  }
+}
+
+/** IdempotencyStore in memory, with the MongoDB store's semantics. */
+export class MemoryIdempotencyStore implements IdempotencyStore {
+  readonly records = new Map<string, IdempotencyRecord>();
+  async claim(record: IdempotencyRecord) {
+    const existing = this.records.get(record.id);
+    if (existing) return structuredClone(existing);
+    this.records.set(record.id, structuredClone(record));
+    return null;
+  }
+  async takeOver(id: string, now: Date, lockedUntil: Date) {
+    const r = this.records.get(id);
+    if (!r || r.state !== 'running' || r.lockedUntil > now) return false;
+    r.lockedUntil = lockedUntil;
+    return true;
+  }
+  async complete(id: string, outcome: StoredOutcome) {
+    const r = this.records.get(id);
+    if (r) Object.assign(r, { state: 'done', outcome: structuredClone(outcome) });
+  }
+  async release(id: string) {
+    if (this.records.get(id)?.state === 'running') this.records.delete(id);
   }
 }

@@ -14,7 +14,9 @@ import type { DefinitionService, KeyAuthenticator } from '../../src/domain/ports
 import type { KeyPrincipal } from '../../src/domain/principal.js';
 import type { GraphQLServices } from '../../src/graphql/context.js';
 import { printSchemaFile } from '../../src/graphql/schema.js';
+import { Idempotency } from '../../src/domain/idempotency/service.js';
 import { registerEdgeAuth } from '../../src/edge/auth.js';
+import { MemoryIdempotencyStore } from '../gateway/memory-fakes.js';
 import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql.js';
 import type { JobEvents, JobListener } from '../../src/queue/job-events.js';
 import { MemoryCredits, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
@@ -108,6 +110,7 @@ beforeAll(async () => {
     jobEvents: events,
     definitions: { lookup: (p, k) => definitionImpl(p, k) },
     balances: { balances: async (ids) => ids.map((id) => credits.balances.get(id) ?? null) },
+    idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),
   };
   app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => void logs.push(JSON.parse(line)) } } });
   // The door sits behind the shared edge, which authenticates every request it marks `auth: 'apiKey'`.
@@ -260,6 +263,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
       jobEvents: events,
       definitions: { lookup: (p, k) => definitionImpl(p, k) },
       balances: { balances: async (ids) => ids.map(() => 1) },
+      idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),
     };
     registerEdgeAuth(closed, { keys });
     await registerGraphQL(closed, { config, services });

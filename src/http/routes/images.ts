@@ -1,17 +1,20 @@
 import type { ImageFiles } from '../../domain/jobs/files.js';
+import type { Idempotency } from '../../domain/idempotency/service.js';
 import type { ImageJobService } from '../../domain/ports.js';
-import type { BaseUrlOf, RouteModule } from './types.js';
+import { idempotent, type BaseUrlOf, type RouteModule } from './types.js';
 
 /**
  * Image service (SERVICES=images): start a job, poll it, and fetch its images by signed URL.
  * POST answers 201 Created with a Location header naming the job's status URL.
  */
-const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; baseUrlOf: BaseUrlOf }> = async (app, { jobs, imageFiles, baseUrlOf }) => {
-
+const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; idempotency: Idempotency; baseUrlOf: BaseUrlOf }> = async (
+  app,
+  { jobs, imageFiles, idempotency, baseUrlOf },
+) => {
   app.post('/api/playground/images', { config: { auth: 'apiKey' } }, async (request, reply) => {
     const body = request.body as { prompts?: unknown } | undefined;
     const prompts = body !== null && typeof body === 'object' && !Array.isArray(body) ? body.prompts : undefined;
-    const created = await jobs.create(request.principal!, prompts);
+    const created = await idempotent(idempotency, request, reply, 'generate', prompts, () => jobs.create(request.principal!, prompts));
     return reply.code(201).header('location', `/api/playground/images/${created.jobId}`).send(created);
   });
 

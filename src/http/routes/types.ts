@@ -1,7 +1,31 @@
-import type { FastifyPluginAsync, FastifyPluginOptions, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync, FastifyPluginOptions, FastifyReply, FastifyRequest } from 'fastify';
+import type { Idempotency } from '../../domain/idempotency/service.js';
 
 /** A REST route module: a Fastify plugin given only the interfaces its routes call. */
 export type RouteModule<Deps extends FastifyPluginOptions> = FastifyPluginAsync<Deps>;
 
 /** Base address for URLs handed to clients (signed image URLs). */
 export type BaseUrlOf = (request: Pick<FastifyRequest, 'protocol' | 'headers'>) => string;
+
+/**
+ * Runs a charging operation under the request's `Idempotency-Key` (if any): a replay of a stored
+ * result says so with `Idempotent-Replayed: true`, a stored error too.
+ */
+export async function idempotent<T>(
+  idempotency: Idempotency,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  operation: string,
+  input: unknown,
+  work: () => Promise<T>,
+): Promise<T> {
+  const key = request.headers['idempotency-key'];
+  try {
+    const { value, replayed } = await idempotency.run(request.principal!, Array.isArray(key) ? key.join(',') : key, operation, input, work);
+    if (replayed) void reply.header('idempotent-replayed', 'true');
+    return value;
+  } catch (err) {
+    if ((err as { replayed?: boolean }).replayed) void reply.header('idempotent-replayed', 'true');
+    throw err;
+  }
+}
