@@ -4,7 +4,8 @@ import { defineConfig } from 'vitest/config';
 const require = createRequire(import.meta.url);
 
 // Integration tests talk to MongoDB: the embedded server (started once by test/global-setup.ts)
-// unless MONGODB_URI points at a real deployment. Timeouts are generous because CI shares a slow machine.
+// unless MONGODB_URI points at a real deployment. Timeouts are generous because CI shares a slow machine:
+// tests that start gateways, workers or databases as processes took over 60 s under heavy load.
 export default defineConfig({
   resolve: {
     // One graphql instance, as under Node: Apollo, type-graphql and graphql-ws load graphql's CommonJS
@@ -15,8 +16,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,
