@@ -14,7 +14,7 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,

@@ -6,7 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
-import { startEmbeddedMongo } from '../src/embedded-mongo/index.js';
+import { startEmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { buildApp } from '../src/http/app.js';
 import { buildServices } from '../src/services.js';
 

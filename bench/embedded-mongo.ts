@@ -11,8 +11,8 @@ import { MongoClient, ObjectId, type Collection } from 'mongodb';
 import { cpuMicros } from './proc-cpu.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cli = path.join(root, 'src', 'embedded-mongo', 'cli.ts');
-const worker = path.join(root, 'test', 'embedded-mongo', 'fixtures', 'agenda-worker.ts');
+const cli = path.join(root, 'packages', 'embedded-mongo', 'src', 'cli.ts');
+const worker = path.join(root, 'packages', 'embedded-mongo', 'test', 'fixtures', 'agenda-worker.ts');
 
 const OPS = Number(process.env.BENCH_OPS ?? 10_000);
 const CONCURRENCY = 16;

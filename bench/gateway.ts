@@ -85,7 +85,7 @@ async function client(): Promise<void> {
 
   let uri = process.env.MONGODB_URI;
   if (!uri) {
-    const db = spawn(process.execPath, ['--import', 'tsx/esm', path.join(root, 'src/embedded-mongo/cli.ts'), '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const db = spawn(process.execPath, ['--import', 'tsx/esm', path.join(root, 'packages/embedded-mongo/src/cli.ts'), '--port=0'], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(db);
     uri = (await firstLine(db, (l) => l.startsWith('MONGODB_URI='))).slice('MONGODB_URI='.length);
     console.log(`embedded database: ${uri} (own process)`);

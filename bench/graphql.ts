@@ -206,7 +206,7 @@ async function throughput(
 async function main() {
   let uri = process.env.MONGODB_URI;
   if (!uri) {
-    const db = await run('src/embedded-mongo/cli.ts', ['--port=0'], {}, /MONGODB_URI=(\S+)/);
+    const db = await run('packages/embedded-mongo/src/cli.ts', ['--port=0'], {}, /MONGODB_URI=(\S+)/);
     uri = db.match![1];
   }
   const env = { MONGODB_URI: uri, NODE_ENV: 'production' };

@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
-import { startEmbeddedMongo, type EmbeddedMongo } from '../src/embedded-mongo/index.js';
+import { startEmbeddedMongo, type EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { buildApp } from '../src/http/app.js';
 import { buildServices } from '../src/services.js';
 import { cpuMicros } from './proc-cpu.js';

@@ -7,9 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
+import type { EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { ConfigError, loadConfig } from './config.js';
 import { connectDatabase } from './data/connection.js';
-import { startEmbeddedMongo, type EmbeddedMongo } from './embedded-mongo/index.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
@@ -24,6 +24,8 @@ async function main(): Promise<void> {
   if (!uri) {
     const dbPath = path.resolve(config.DATA_DIR, 'db');
     await mkdir(dbPath, { recursive: true });
+    // Loaded only here: it is a devDependency, absent from production installs (`npm ci --omit=dev`).
+    const { startEmbeddedMongo } = await import('@credit-gateway/embedded-mongo');
     embedded = await startEmbeddedMongo({ port: 0, dbPath });
     // The database name goes into the URI printed below, so other processes open the same database.
     uri = `${embedded.uri.replace(/\/?$/, '/')}gateway`;

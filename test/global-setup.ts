@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedMongo, type EmbeddedMongo } from '../src/embedded-mongo/index.js';
+import { startEmbeddedMongo, type EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 
 // One database server for the whole run. With MONGODB_URI set, the suite runs against that
 // deployment instead and starts nothing.

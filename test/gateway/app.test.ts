@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmbeddedMongo, type EmbeddedMongo } from '../../src/embedded-mongo/index.js';
+import { startEmbeddedMongo, type EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { ScriptedProvider } from './fakes.js';
 

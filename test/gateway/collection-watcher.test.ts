@@ -1,6 +1,6 @@
 import { MongoClient, type Db } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { startEmbeddedMongo } from '../../src/embedded-mongo/index.js';
+import { startEmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { CollectionWatcher, type WatchEvent, type WatcherState } from '../../src/data/collection-watcher.js';
 import { until } from '../helpers/until.js';
 

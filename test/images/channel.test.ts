@@ -1,6 +1,6 @@
 import { MongoClient } from 'mongodb';
 import { afterAll, expect, it } from 'vitest';
-import { startEmbeddedMongo, type EmbeddedMongo } from '../../src/embedded-mongo/index.js';
+import { startEmbeddedMongo, type EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { QueueNotificationChannel } from '../../src/queue/channel.js';
 
 // The queue's change stream through a database outage, in process: the server goes away (its sockets

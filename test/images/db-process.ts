@@ -18,7 +18,7 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 /** Starts the server on `port` (0: any free port) and resolves once it accepts connections. */
 export function startDbProcess(dbPath: string, port = 0): Promise<DbProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx/esm', 'src/embedded-mongo/cli.ts', `--port=${port}`, `--dbpath=${dbPath}`], {
+  const proc = spawn(process.execPath, ['--import', 'tsx/esm', 'packages/embedded-mongo/src/cli.ts', `--port=${port}`, `--dbpath=${dbPath}`], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],

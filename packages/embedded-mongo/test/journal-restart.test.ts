@@ -8,10 +8,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { MongoClient, type Document } from 'mongodb';
-import { until } from '../helpers/until.js';
+import { until } from './helpers/until.js';
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const cli = path.join(root, 'src', 'embedded-mongo', 'cli.ts');
+const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+const cli = path.join(root, 'src', 'cli.ts');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-journal-restart-'));
 const children: ChildProcess[] = [];
 

@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Decimal128, GridFSBucket, Long, MongoClient, MongoServerError, ObjectId, type Db } from 'mongodb';
 import mongoose from 'mongoose';
-import { until } from '../helpers/until.js';
+import { until } from './helpers/until.js';
 
 const uri = inject('mongoUri');
 const dbName = `compat_${process.pid}_${Date.now()}`;

@@ -6,9 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { BSON } from 'bson';
 import { afterAll, expect, it } from 'vitest';
-import type { Doc } from '../../src/embedded-mongo/bson-order.js';
-import { Engine } from '../../src/embedded-mongo/engine.js';
-import { until } from '../helpers/until.js';
+import type { Doc } from '../src/bson-order.js';
+import { Engine } from '../src/engine.js';
+import { until } from './helpers/until.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-journal-'));
 let dirs = 0;

@@ -7,9 +7,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { MongoClient } from 'mongodb';
-import { until } from '../helpers/until.js';
+import { until } from './helpers/until.js';
 
-const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src', 'embedded-mongo', 'cli.ts');
+const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-mongo-'));
 const children: ChildProcess[] = [];
 
