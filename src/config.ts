@@ -32,6 +32,12 @@ const schema = z
       .pipe(z.array(z.enum(['images', 'definitions'])).min(1)),
     /** Public base address used in signed image URLs; unset: derived from the request's Host. */
     PUBLIC_BASE_URL: url.optional(),
+    /** Host names (optionally host:port) clients may call the gateway by, comma-separated; unset: any. */
+    ALLOWED_HOSTS: z
+      .string()
+      .optional()
+      .transform((s) => s?.split(',').map((x) => x.trim().toLowerCase()).filter(Boolean))
+      .pipe(z.array(z.string().regex(/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)(:\d{1,5})?$/, 'must be host names, optionally with :port')).min(1).optional()),
     /** HMAC secret for signed image URLs. Unset: generated once and stored in the database. */
     URL_SIGNING_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
     IMAGE_URL_TTL_SECONDS: int(6 * 3600, 3600),
@@ -127,6 +133,18 @@ export function loadConfig(env: ConfigInput | NodeJS.ProcessEnv = process.env): 
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return Object.freeze(parsed.data);
+}
+
+/**
+ * What only the gateway process needs (workers and the CLI build no URLs and serve no HTTP): in
+ * production, image URLs must not take their base from whatever Host header a client sends.
+ */
+export function checkGatewayConfig(config: Config): void {
+  if (config.NODE_ENV === 'production' && !config.PUBLIC_BASE_URL && !config.ALLOWED_HOSTS) {
+    throw new ConfigError(
+      'Invalid configuration:\n  PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
+    );
+  }
 }
 
 function emptyToUndefined(v: string | undefined): string | undefined {

@@ -8,7 +8,7 @@ import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { EmbeddedMongo } from '@credit-gateway/embedded-mongo';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
 import { connectDatabase } from './data/connection.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
@@ -19,6 +19,7 @@ const DEMO_EMAIL = 'demo@example.com';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  checkGatewayConfig(config);
   let embedded: EmbeddedMongo | undefined;
   let uri = config.MONGODB_URI;
   if (!uri) {

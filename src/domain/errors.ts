@@ -77,6 +77,12 @@ export const ERROR_CATALOG = {
     message: 'Request headers too large',
     retryable: false,
   },
+  host_not_allowed: {
+    httpStatus: 421,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Host not allowed',
+    retryable: false,
+  },
   request_timeout: {
     httpStatus: 408,
     graphqlCode: 'BAD_USER_INPUT',

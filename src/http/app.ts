@@ -20,7 +20,7 @@ import { AppError } from '../domain/errors.js';
 import { registerEdgeAuth } from '../edge/auth.js';
 import { createClientErrorEdge } from '../edge/client-errors.js';
 import { registerDraining } from '../edge/draining.js';
-import { registerHostCheck } from '../edge/host.js';
+import { hostPolicy, registerHostCheck } from '../edge/host.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
@@ -84,7 +84,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
   }
   registerDraining(app);
-  registerHostCheck(app);
+  const hostAllowed = hostPolicy(config.ALLOWED_HOSTS);
+  registerHostCheck(app, hostAllowed);
   clientErrors.register(app);
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);
@@ -109,6 +110,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     config,
     services: { keys: services.authenticator, balances: services.balances, jobEvents: services.jobEvents, idempotency: services.idempotency, ...sellable },
     baseUrlOf,
+    hostAllowed,
   });
   await registerConsole(app, {
     config,

@@ -32,6 +32,7 @@ import type { KeyPrincipal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
 import { refuseConnection } from '../edge/client-errors.js';
 import { errorHeaders, logLevelOf, toAppError } from '../edge/errors.js';
+import { hostPolicy, hostRefusal, type HostPolicy } from '../edge/host.js';
 import { appErrorOf, errorFormatter, formatGraphQLError, isMaskedError, toRequestError, type ErrorFormatter } from '../graphql/errors.js';
 import { buildGraphQLSchema } from '../graphql/schema.js';
 
@@ -68,6 +69,8 @@ export interface GraphQLDoorOptions {
   services: GraphQLServices;
   /** Base address of image URLs for a request (the app's rule, shared with REST). */
   baseUrlOf?: (req: { headers: IncomingMessage['headers']; protocol: 'http' | 'https' }) => string;
+  /** The edge's Host rule (ALLOWED_HOSTS), for WebSocket upgrades; default: any host. */
+  hostAllowed?: HostPolicy;
 }
 
 interface ConnectionState {
@@ -215,6 +218,7 @@ async function attachWebSocket(
   log: FastifyBaseLogger,
 ): Promise<{ close(): Promise<void> }> {
   const { config, services } = opts;
+  const hostAllowed = opts.hostAllowed ?? hostPolicy(undefined);
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.BODY_LIMIT_BYTES });
   const rules: readonly ValidationRule[] = [
     ...specifiedRules,
@@ -330,6 +334,12 @@ async function attachWebSocket(
     const path = (req.url ?? '').split('?')[0];
     if (path !== GRAPHQL_PATH) {
       refuseConnection(socket, new AppError('route_not_found'), log);
+      return;
+    }
+    // Subscriptions build image URLs from the Host too.
+    const refusal = hostRefusal(req, hostAllowed);
+    if (refusal) {
+      refuseConnection(socket, refusal, log);
       return;
     }
     wss.handleUpgrade(req, socket, head, (client) => wss.emit('connection', client, req));

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/until.js';
+import { startConfiguredImageWorker } from '../../workers/image-worker.js';
 import { RawClient } from './raw-http.js';
 
 /** Issue 12, hardening: timeouts, parser-level errors, Host checks, database outages, subscription caps. */
@@ -28,8 +29,9 @@ describe('request timeouts', () => {
     t = await start({
       LOG_LEVEL: 'info',
       logStream: { write: (line: string) => logs.push(JSON.parse(line)) },
-      REQUEST_TIMEOUT_MS: '400',
-      HEADERS_TIMEOUT_MS: '200',
+      // Short, but not so short that a busy machine's stalled event loop makes a prompt client late.
+      REQUEST_TIMEOUT_MS: '3000',
+      HEADERS_TIMEOUT_MS: '1500',
       beforeListen: (app) => {
         // Slower than the request timeout, once its request has arrived.
         app.get('/test/slow', async () => {
@@ -215,5 +217,77 @@ describe('every error body has the contract shape (raw bytes)', () => {
 
   it('none of these is logged as a fault', () => {
     expect(logs.filter((l) => l.level >= 40)).toEqual([]);
+  });
+});
+
+describe('Host header and image URLs', () => {
+  it('NODE_ENV=production needs PUBLIC_BASE_URL or ALLOWED_HOSTS; the message names the variable', async () => {
+    const { checkGatewayConfig, loadConfig, ConfigError } = await import('../../src/config.js');
+    const prod = (env: Record<string, string>) => () => checkGatewayConfig(loadConfig({ NODE_ENV: 'production', ...env }));
+    expect(prod({})).toThrow(ConfigError);
+    expect(prod({})).toThrow(/^Invalid configuration:\n\s+PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS/);
+    expect(prod({ PUBLIC_BASE_URL: 'https://api.example.com' })).not.toThrow();
+    expect(prod({ ALLOWED_HOSTS: 'api.example.com, API2.example.com:8443' })).not.toThrow();
+    expect(loadConfig({ ALLOWED_HOSTS: 'api.example.com, API2.example.com:8443' }).ALLOWED_HOSTS).toEqual(['api.example.com', 'api2.example.com:8443']);
+    expect(() => loadConfig({ ALLOWED_HOSTS: 'http://api.example.com' })).toThrow(/ALLOWED_HOSTS\S*: must be host names/);
+    // Development keeps working without either.
+    expect(() => checkGatewayConfig(loadConfig({ NODE_ENV: 'development' }))).not.toThrow();
+  });
+
+  it('the gateway process refuses to start in production without either, naming PUBLIC_BASE_URL', async () => {
+    const { spawn } = await import('node:child_process');
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: '0' };
+    delete env.PUBLIC_BASE_URL;
+    delete env.ALLOWED_HOSTS;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (c) => (stderr += c));
+    const code = await new Promise((r) => child.once('close', r));
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/Invalid configuration:\n\s+PUBLIC_BASE_URL: is required when NODE_ENV=production/);
+    expect(stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('ALLOWED_HOSTS: another Host gets 421 in the contract shape (REST, GraphQL, WebSocket); listed hosts build the image URLs; probes answer any Host', async () => {
+    const t = await start({ ALLOWED_HOSTS: 'api.example.com,127.0.0.1' });
+    const worker = await startConfiguredImageWorker(t.config, t.services.imageJobs, { info() {}, warn() {}, error() {} });
+    try {
+      const acc = await t.createAccountWithKey({ credits: 5 });
+      const port = portOf(t);
+      const send = async (bytes: string) => {
+        const c = await RawClient.connect(port);
+        c.write(bytes);
+        return c.response();
+      };
+      const auth = `Authorization: Bearer ${acc.key}\r\n`;
+
+      const rest = await send(`GET /api/playground/images/00000000-0000-4000-8000-000000000000 HTTP/1.1\r\nHost: evil.example\r\n${auth}Connection: close\r\n\r\n`);
+      expect(rest.status).toBe(421);
+      expect(JSON.parse(rest.body)).toEqual({ error: 'Host not allowed', code: 'host_not_allowed', requestId: expect.any(String) });
+      const body = JSON.stringify({ query: '{ me { credits } }' });
+      const gql = await send(`POST /graphql HTTP/1.1\r\nHost: evil.example\r\n${auth}Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      expect(gql.status).toBe(421);
+      expect(JSON.parse(gql.body)).toMatchObject({ errors: [{ message: 'Host not allowed', extensions: { code: 'BAD_USER_INPUT' } }] });
+      const ws = await send(`GET /graphql HTTP/1.1\r\nHost: evil.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+      expect(ws.status).toBe(421);
+      expect(JSON.parse(ws.body)).toEqual({ error: 'Host not allowed', code: 'host_not_allowed', requestId: expect.any(String) });
+      // A probe calls by address.
+      expect((await send(`GET /healthz HTTP/1.1\r\nHost: 10.1.2.3:4000\r\nConnection: close\r\n\r\n`)).status).toBe(200);
+      expect(await t.services.credits.balances([acc.accountId])).toEqual([5]);
+
+      // A listed host (any port, as the entry names none) is the base of the job's image URLs.
+      const prompts = JSON.stringify({ prompts: ['a lighthouse'] });
+      const created = await send(`POST /api/playground/images HTTP/1.1\r\nHost: API.example.com:8443\r\n${auth}Content-Type: application/json\r\nContent-Length: ${prompts.length}\r\nConnection: close\r\n\r\n${prompts}`);
+      expect(created.status).toBe(201);
+      const { jobId } = JSON.parse(created.body) as { jobId: string };
+      const job = await until(async () => {
+        const res = await send(`GET /api/playground/images/${jobId} HTTP/1.1\r\nHost: api.example.com:8443\r\n${auth}Connection: close\r\n\r\n`);
+        const parsed = JSON.parse(res.body) as { status: string; images: { url: string | null }[] };
+        return parsed.status === 'completed' && parsed;
+      }, 'the image job completed');
+      expect(job.images[0]!.url).toMatch(/^http:\/\/api\.example\.com:8443\/api\/playground\/images\//);
+    } finally {
+      await worker.stop(10_000);
+    }
   });
 });
