@@ -47,19 +47,61 @@ export function isDatabaseUnavailableError(err: unknown): boolean {
   return typeof message === 'string' && /Cannot call `[^`]+` before initial connection is complete|Client must be connected/.test(message);
 }
 
-/** Readiness as the health route sees it: nothing but a yes or no. */
+/** Readiness as the health route and the edge see it: nothing but yes-or-no answers. */
 export interface HealthCheck {
+  /** Does the database answer? Within about a second, whatever the database does. */
   ready(): Promise<boolean>;
+  /**
+   * True while the driver's own monitoring knows no server that takes writes (every server it
+   * watches is down or unknown): work would wait out server selection and fail. Synchronous.
+   */
+  knownDown(): boolean;
 }
 
+/** How long /readyz waits for a ping before calling the database unavailable. */
+const READY_PING_MS = 900;
+
+/**
+ * Readiness from the driver's server monitoring (SDAM): `topologyDescriptionChanged` says whether a
+ * writable server is known, so an outage the driver has seen is answered at once instead of after
+ * serverSelectionTimeoutMS. While the database is known down, asking keeps one ping waiting for a
+ * server: a waiting server selection makes the monitors check every minHeartbeatFrequencyMS (500 ms)
+ * rather than every heartbeat (10 s), so the recovery is seen as soon as it happens.
+ */
 export function databaseHealth(connection: Connection): HealthCheck {
+  // Connected when this is built (connectDatabase resolved): the monitor has seen a server.
+  let down = false;
+  connection.getClient().on('topologyDescriptionChanged', (event) => {
+    down = ![...event.newDescription.servers.values()].some((server) => server.isWritable);
+  });
+  let probing = false;
+  const probe = () => {
+    if (probing) return;
+    probing = true;
+    ping().then(
+      () => (probing = false),
+      () => (probing = false),
+    );
+  };
+  const ping = () => connection.db!.command({ ping: 1 });
   return {
+    knownDown() {
+      if (down) probe();
+      return down;
+    },
     async ready() {
+      if (down) {
+        probe();
+        return false;
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), READY_PING_MS)));
       try {
-        await connection.db!.command({ ping: 1 }, { timeoutMS: 2000 });
-        return true;
+        return await Promise.race([ping().then(() => true), late]);
       } catch {
         return false;
+      } finally {
+        clearTimeout(timer);
       }
     },
   };

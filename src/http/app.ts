@@ -19,6 +19,7 @@ import { registerConsole } from '../console/plugin.js';
 import { AppError } from '../domain/errors.js';
 import { registerEdgeAuth } from '../edge/auth.js';
 import { createClientErrorEdge } from '../edge/client-errors.js';
+import { registerDatabaseGate } from '../edge/database.js';
 import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
@@ -86,6 +87,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   registerDraining(app);
   const hostAllowed = hostPolicy(config.ALLOWED_HOSTS);
   registerHostCheck(app, hostAllowed);
+  registerDatabaseGate(app, services.health);
   clientErrors.register(app);
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);
@@ -111,6 +113,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     services: { keys: services.authenticator, balances: services.balances, jobEvents: services.jobEvents, idempotency: services.idempotency, ...sellable },
     baseUrlOf,
     hostAllowed,
+    databaseDown: () => services.health.knownDown(),
   });
   await registerConsole(app, {
     config,

@@ -31,6 +31,7 @@ import { AppError, ERROR_CATALOG } from '../domain/errors.js';
 import type { KeyPrincipal } from '../domain/principal.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../graphql/context.js';
 import { refuseConnection } from '../edge/client-errors.js';
+import { databaseUnavailable } from '../edge/database.js';
 import { errorHeaders, logLevelOf, toAppError } from '../edge/errors.js';
 import { hostPolicy, hostRefusal, type HostPolicy } from '../edge/host.js';
 import { appErrorOf, errorFormatter, formatGraphQLError, isMaskedError, toRequestError, type ErrorFormatter } from '../graphql/errors.js';
@@ -71,6 +72,8 @@ export interface GraphQLDoorOptions {
   baseUrlOf?: (req: { headers: IncomingMessage['headers']; protocol: 'http' | 'https' }) => string;
   /** The edge's Host rule (ALLOWED_HOSTS), for WebSocket upgrades; default: any host. */
   hostAllowed?: HostPolicy;
+  /** True while the database is known down: WebSocket operations are refused at once (HTTP: the edge). */
+  databaseDown?: () => boolean;
 }
 
 interface ConnectionState {
@@ -219,6 +222,7 @@ async function attachWebSocket(
 ): Promise<{ close(): Promise<void> }> {
   const { config, services } = opts;
   const hostAllowed = opts.hostAllowed ?? hostPolicy(undefined);
+  const databaseDown = opts.databaseDown ?? (() => false);
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.BODY_LIMIT_BYTES });
   const rules: readonly ValidationRule[] = [
     ...specifiedRules,
@@ -242,6 +246,7 @@ async function attachWebSocket(
         const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
         state.authorization = typeof authorization === 'string' ? authorization : undefined;
         try {
+          if (databaseDown()) throw databaseUnavailable();
           state.principal = await services.keys.authenticate(state.authorization);
         } catch (err) {
           const app = appErrorOf(err);
@@ -290,6 +295,7 @@ async function attachWebSocket(
         // Every operation is a request of its own, as over HTTP: the key is checked again (a deletion
         // not yet announced is caught here) and the per-key rate limit counts it.
         if (state.revoke.signal.aborted) return [requestError(new AppError('invalid_api_key'))];
+        if (databaseDown()) return [requestError(databaseUnavailable())];
         try {
           await services.keys.authenticate(state.authorization);
         } catch (err) {

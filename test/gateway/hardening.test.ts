@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
@@ -288,6 +291,90 @@ describe('Host header and image URLs', () => {
       expect(job.images[0]!.url).toMatch(/^http:\/\/api\.example\.com:8443\/api\/playground\/images\//);
     } finally {
       await worker.stop(10_000);
+    }
+  });
+});
+
+describe('database outage', () => {
+  it('/readyz answers at once from the driver\'s monitoring, requests fail fast with 503 + Retry-After, and both recover', async () => {
+    const { startEmbeddedMongo } = await import('@credit-gateway/embedded-mongo');
+    const { connectDatabase } = await import('../../src/data/connection.js');
+    const { buildServices } = await import('../../src/services.js');
+    const { buildApp } = await import('../../src/http/app.js');
+    const { loadConfig } = await import('../../src/config.js');
+    const dbPath = await mkdtemp(path.join(tmpdir(), 'outage-'));
+    let db = await startEmbeddedMongo({ port: 0, dbPath });
+    const port = db.port;
+    const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', MONGODB_URI: db.uri });
+    // As main.ts connects: requests used to wait this long for a server during an outage.
+    const connection = await connectDatabase(db.uri, { dbName: 'outage', serverSelectionTimeoutMS: 5000 });
+    const services = await buildServices(config, { connection, keyChanges: 'poll' });
+    const app = await buildApp({ config, services, logger: false });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const timed = async (what: string, call: () => Promise<Response>) => {
+      const started = performance.now();
+      const res = await call();
+      const body = await res.text();
+      const ms = Math.round(performance.now() - started);
+      console.log(`[outage] ${what}: ${res.status} in ${ms} ms`);
+      return { res, body, ms };
+    };
+    try {
+      const account = await services.credits.createAccount('o', 5, { actor: 't', ip: null, host: 'h' });
+      const key = await services.keys.create(account.id, 'k', { actor: 't', ip: null, host: 'h' });
+      const lookup = () =>
+        fetch(`${base}/api/playground/query`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+          body: '{"keyword":"cat"}',
+        });
+      expect((await lookup()).status).toBe(200);
+
+      // The driver's own monitoring is what the gateway goes by: wait until it has seen the outage
+      // (its next heartbeat, at most 10 s), which is when requests used to wait out server selection.
+      let seenDown = false;
+      connection.getClient().on('topologyDescriptionChanged', (event) => {
+        if (![...event.newDescription.servers.values()].some((server) => server.isWritable)) seenDown = true;
+      });
+      await db.stop();
+      const ready = await timed('/readyz, first call after the database stopped', () => fetch(`${base}/readyz`));
+      expect(ready.res.status).toBe(503);
+      expect(ready.res.headers.get('retry-after')).toBe('5');
+      expect(ready.ms).toBeLessThan(3000);
+      await until(() => seenDown, 'the driver saw the database go');
+      for (let i = 0; i < 3; i++) {
+        const r = await timed(`lookup #${i + 1} while the database is down`, lookup);
+        expect(r.res.status).toBe(503);
+        expect(r.res.headers.get('retry-after')).toBe('5');
+        expect(JSON.parse(r.body)).toEqual({ error: 'Service temporarily unavailable', code: 'database_unavailable', requestId: expect.any(String) });
+        expect(r.ms).toBeLessThan(3000);
+      }
+      const gql = await timed('GraphQL me while the database is down', () =>
+        fetch(`${base}/graphql`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ query: '{ me { credits } }' }),
+        }),
+      );
+      expect(gql.res.status).toBe(503);
+      expect(JSON.parse(gql.body)).toMatchObject({ errors: [{ extensions: { code: 'SERVICE_UNAVAILABLE' } }] });
+      expect(gql.ms).toBeLessThan(3000);
+      const again = await timed('/readyz while the database is known down', () => fetch(`${base}/readyz`));
+      expect(again.res.status).toBe(503);
+      expect(again.ms).toBeLessThan(3000);
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+
+      // Back on the same port and files: readiness and requests recover without a restart.
+      db = await startEmbeddedMongo({ port, dbPath });
+      await until(async () => (await fetch(`${base}/readyz`)).status === 200, '/readyz ready again');
+      await until(async () => (await lookup()).status === 200, 'a lookup succeeds again');
+    } finally {
+      await app.close();
+      await services.close().catch(() => undefined);
+      await connection.close(true).catch(() => undefined);
+      await db.stop();
+      await rm(dbPath, { recursive: true, force: true });
     }
   });
 });
