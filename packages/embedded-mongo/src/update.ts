@@ -13,6 +13,8 @@ export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
 export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDescription | undefined };
 
 const PUSH_MODIFIERS = new Set(['$each', '$slice', '$position', '$sort']);
+/** Query operators that apply to a whole document rather than to the value at a path. */
+const TOP_LEVEL_OPERATORS = new Set(['$and', '$or', '$nor', '$expr', '$where', '$comment', '$text', '$jsonSchema']);
 const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul']);
 
 export function isOperatorUpdate(u: Doc): boolean {
@@ -338,8 +340,10 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
           if (!Array.isArray(cur)) break;
           let keep: (x: any) => boolean;
           if (isPlainObject(v) && Object.keys(v).length > 0) {
-            const opKeys = Object.keys(v).every((k) => k.startsWith('$'));
-            if (opKeys) {
+            // mongod's rule: a condition led by an operator on the element itself ({$gte: 6}) tests each
+            // element; any other document, $or/$and/$nor included, is a query on each element document.
+            const first = Object.keys(v)[0];
+            if (first.startsWith('$') && !TOP_LEVEL_OPERATORS.has(first)) {
               const pred = compileFilter({ x: v });
               keep = (x) => !pred({ x });
             } else {
