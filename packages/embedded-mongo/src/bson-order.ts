@@ -1,6 +1,6 @@
 // BSON comparison order (https://www.mongodb.com/docs/manual/reference/bson-type-comparison-order/),
 // used by indexes, sorts and the fast-path matcher. Numbers of every width compare by value.
-import { Long, ObjectId } from 'bson';
+import { BSON, Double, Long, type DeserializeOptions, type ObjectId } from 'bson';
 
 export type Doc = Record<string, any>;
 
@@ -49,6 +49,69 @@ export function typeRank(v: unknown): number {
     default:
       return 5;
   }
+}
+
+const INT32_MIN = -(2 ** 31);
+const INT32_MAX = 2 ** 31 - 1;
+
+export function isInt32(n: number): boolean {
+  return Number.isInteger(n) && n >= INT32_MIN && n <= INT32_MAX;
+}
+
+/**
+ * Decodes a BSON document keeping every number's type as stored: an Int32 becomes a JS number, a Long
+ * stays a Long (bson would make it a number, written back as Int32), and a Double becomes a JS number
+ * unless its value is integral within the Int32 range, which bson would write back as Int32: such a
+ * Double stays a Double.
+ */
+export function decodeBson(bytes: Uint8Array, options: DeserializeOptions = {}): Doc {
+  return restoreNumbers(BSON.deserialize(bytes, { ...options, promoteValues: false }));
+}
+
+function restoreNumbers(v: any): any {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = restoreNumbers(v[i]);
+    return v;
+  }
+  switch (v._bsontype) {
+    case undefined:
+      if (v instanceof Date || v instanceof RegExp || ArrayBuffer.isView(v)) return v;
+      for (const k of Object.keys(v)) v[k] = restoreNumbers(v[k]);
+      return v;
+    case 'Int32':
+      return v.value;
+    case 'Double':
+      return isInt32(v.value) ? v : v.value;
+    case 'BSONSymbol':
+      return v.value;
+    default:
+      return v;
+  }
+}
+
+/** The BSON type a number is stored as: a JS number is an Int32 when integral and in range, else a Double. */
+export type NumberType = 'int' | 'long' | 'double' | 'decimal';
+
+export function numberType(v: any): NumberType | undefined {
+  if (typeof v === 'number') return isInt32(v) ? 'int' : 'double';
+  switch (v?._bsontype) {
+    case 'Int32':
+      return 'int';
+    case 'Long':
+      return 'long';
+    case 'Double':
+      return 'double';
+    case 'Decimal128':
+      return 'decimal';
+    default:
+      return undefined;
+  }
+}
+
+/** A number to store as a Double (wrapped when bson would otherwise write it as an Int32). */
+export function double(n: number): number | Double {
+  return isInt32(n) ? new Double(n) : n;
 }
 
 export function toNumber(v: any): number {

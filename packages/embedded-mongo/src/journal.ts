@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { BSON } from 'bson';
-import type { Doc } from './bson-order.js';
+import { decodeBson, type Doc } from './bson-order.js';
 
 export type JournalRecord =
   | { o: 'cc'; ns: string; opts: Doc }
@@ -117,7 +117,7 @@ class RecordReader {
     const bytes = Uint8Array.prototype.slice.call(this.buf, this.at, this.at + len);
     this.at += len;
     this.validBytes += len;
-    return BSON.deserialize(bytes) as JournalRecord;
+    return decodeBson(bytes) as JournalRecord;
   }
 
   /** Makes `n` bytes available at `at`; false at the end of the file. */

@@ -2,7 +2,8 @@
 // compiled into small closures because building a mingo Query costs tens of microseconds per call;
 // everything else ($regex, $elemMatch, $expr, ...) is delegated to mingo, which owns the query language.
 import { Query } from 'mingo';
-import { compareValues, isPlainObject, typeRank, type Doc } from './bson-order.js';
+import { compareValues, isPlainObject, numberType, typeRank, type Doc } from './bson-order.js';
+import { MongoError } from './errors.js';
 
 export type Predicate = (doc: Doc) => boolean;
 
@@ -108,38 +109,113 @@ function inMatch(values: any[], list: any[]): boolean {
   return false;
 }
 
-type Compiled = { fast: true; pred: Predicate } | { fast: false };
+// $type's aliases and their numeric codes (https://www.mongodb.com/docs/manual/reference/bson-types/).
+const TYPE_CODES: Record<string, number> = {
+  double: 1, string: 2, object: 3, array: 4, binData: 5, undefined: 6, objectId: 7, bool: 8, date: 9, null: 10,
+  regex: 11, dbPointer: 12, javascript: 13, symbol: 14, javascriptWithScope: 15, int: 16, timestamp: 17, long: 18,
+  decimal: 19, minKey: -1, maxKey: 127,
+};
+const NUMBER_CODES: Record<string, number> = { int: 16, long: 18, double: 1, decimal: 19 };
+const BSONTYPE_CODES: Record<string, number> = {
+  ObjectId: 7, Binary: 5, Timestamp: 17, BSONRegExp: 11, MinKey: -1, MaxKey: 127, Code: 13, DBRef: 3, BSONSymbol: 14,
+};
 
-function compileField(path: string, cond: any): Predicate | undefined {
+/** The BSON type code a stored value has; undefined for a missing field. */
+function typeCode(v: any): number | undefined {
+  if (v === undefined) return undefined;
+  if (v === null) return 10;
+  switch (typeof v) {
+    case 'string':
+      return 2;
+    case 'boolean':
+      return 8;
+    case 'number':
+      return NUMBER_CODES[numberType(v)!];
+  }
+  if (Array.isArray(v)) return 4;
+  if (v instanceof Date) return 9;
+  if (v instanceof RegExp) return 11;
+  const n = numberType(v);
+  if (n) return NUMBER_CODES[n];
+  const t = v._bsontype as string | undefined;
+  if (t === 'Code') return v.scope ? 15 : 13;
+  return t === undefined ? 3 : BSONTYPE_CODES[t];
+}
+
+/** The codes `{$type: x}` accepts ('number' stands for the four numeric types); BadValue as mongod says. */
+function typeSet(x: unknown): Set<number> {
+  const out = new Set<number>();
+  for (const t of Array.isArray(x) ? x : [x]) {
+    if (t === 'number') for (const c of Object.values(NUMBER_CODES)) out.add(c);
+    else if (typeof t === 'string') {
+      if (!(t in TYPE_CODES)) throw new MongoError(2, `Unknown type name alias: ${t}`, 'BadValue');
+      out.add(TYPE_CODES[t]);
+    } else if (typeof t === 'number' && Object.values(TYPE_CODES).includes(t)) out.add(t);
+    else throw new MongoError(2, `Invalid numerical type code: ${String(t)}`, 'BadValue');
+  }
+  return out;
+}
+
+/** $type matches a field of one of the types, or an array field holding an element of one. */
+function typeMatch(values: any[], codes: Set<number>): boolean {
+  for (const v of values) {
+    const c = typeCode(v);
+    if (c !== undefined && codes.has(c)) return true;
+    if (Array.isArray(v)) for (const el of v) if (codes.has(typeCode(el)!)) return true;
+  }
+  return false;
+}
+
+/** mingo's evaluation of one condition the closures below do not cover. */
+function mingoPredicate(filter: Doc): Predicate {
+  const q = new Query(filter, {});
+  return (doc) => q.test(doc);
+}
+
+function all(preds: Predicate[]): Predicate {
+  if (preds.length === 0) return () => true;
+  if (preds.length === 1) return preds[0];
+  return (doc) => preds.every((p) => p(doc));
+}
+
+function compileField(path: string, cond: any): Predicate {
   const parts = path.split('.');
   const isOperatorObject = isPlainObject(cond) && Object.keys(cond).length > 0 && Object.keys(cond).every((k) => k.startsWith('$'));
   if (!isOperatorObject) {
-    if (!isSimpleValue(cond)) return undefined;
+    if (!isSimpleValue(cond)) return mingoPredicate({ [path]: cond });
     return (doc) => eqMatch(fieldValues(doc, path, parts), cond);
   }
   const preds: Predicate[] = [];
+  // Operators left to mingo, evaluated together ($regex needs its $options, $near its distances).
+  const rest: Doc = {};
   for (const [op, x] of Object.entries(cond as Doc)) {
     switch (op) {
       case '$eq':
-        if (!isSimpleValue(x)) return undefined;
-        preds.push((doc) => eqMatch(fieldValues(doc, path, parts), x));
+        if (!isSimpleValue(x)) rest[op] = x;
+        else preds.push((doc) => eqMatch(fieldValues(doc, path, parts), x));
         break;
       case '$ne':
-        if (!isSimpleValue(x)) return undefined;
-        preds.push((doc) => !eqMatch(fieldValues(doc, path, parts), x));
+        if (!isSimpleValue(x)) rest[op] = x;
+        else preds.push((doc) => !eqMatch(fieldValues(doc, path, parts), x));
         break;
       case '$gt':
       case '$gte':
       case '$lt':
       case '$lte': {
-        if (!isSimpleValue(x) || Array.isArray(x)) return undefined;
+        if (!isSimpleValue(x) || Array.isArray(x)) {
+          rest[op] = x;
+          break;
+        }
         const test = op === '$gt' ? GT : op === '$gte' ? GTE : op === '$lt' ? LT : LTE;
         preds.push((doc) => cmpMatch(fieldValues(doc, path, parts), x, test));
         break;
       }
       case '$in':
       case '$nin': {
-        if (!Array.isArray(x) || !x.every(isSimpleValue)) return undefined;
+        if (!Array.isArray(x) || !x.every(isSimpleValue)) {
+          rest[op] = x;
+          break;
+        }
         const list = x as any[];
         if (op === '$in') preds.push((doc) => inMatch(fieldValues(doc, path, parts), list));
         else preds.push((doc) => !inMatch(fieldValues(doc, path, parts), list));
@@ -150,45 +226,53 @@ function compileField(path: string, cond: any): Predicate | undefined {
         preds.push((doc) => fieldValues(doc, path, parts).some((v) => v !== undefined) === want);
         break;
       }
+      case '$type': {
+        const codes = typeSet(x);
+        preds.push((doc) => typeMatch(fieldValues(doc, path, parts), codes));
+        break;
+      }
+      case '$not': {
+        // An operator document is negated here (so {$not: {$type}} keeps this file's $type); a regex goes to mingo.
+        if (!isPlainObject(x) || Object.keys(x).length === 0 || !Object.keys(x).every((k) => k.startsWith('$'))) {
+          rest[op] = x;
+          break;
+        }
+        const inner = compileField(path, x);
+        preds.push((doc) => !inner(doc));
+        break;
+      }
       default:
-        return undefined;
+        rest[op] = x;
     }
   }
-  if (preds.length === 1) return preds[0];
-  return (doc) => preds.every((p) => p(doc));
+  if (Object.keys(rest).length > 0) preds.push(mingoPredicate({ [path]: rest }));
+  return all(preds);
 }
 
-function compileFast(filter: Doc): Compiled {
+/**
+ * Compiles a filter into closures, condition by condition; a condition they do not cover goes to mingo
+ * on its own, so the rest of the filter (and this file's $type) still applies as written here.
+ */
+function compileParts(filter: Doc): Predicate {
   const preds: Predicate[] = [];
   for (const [key, cond] of Object.entries(filter)) {
     if (key === '$and' || key === '$or' || key === '$nor') {
-      if (!Array.isArray(cond) || cond.length === 0) return { fast: false };
-      const subs: Predicate[] = [];
-      for (const sub of cond) {
-        if (!isPlainObject(sub)) return { fast: false };
-        const c = compileFast(sub);
-        if (!c.fast) return c;
-        subs.push(c.pred);
+      if (!Array.isArray(cond) || cond.length === 0 || !cond.every(isPlainObject)) {
+        preds.push(mingoPredicate({ [key]: cond }));
+        continue;
       }
+      const subs = cond.map(compileParts);
       if (key === '$and') preds.push((doc) => subs.every((p) => p(doc)));
       else if (key === '$or') preds.push((doc) => subs.some((p) => p(doc)));
       else preds.push((doc) => !subs.some((p) => p(doc)));
       continue;
     }
-    if (key.startsWith('$')) return { fast: false };
-    const p = compileField(key, cond);
-    if (!p) return { fast: false };
-    preds.push(p);
+    preds.push(key.startsWith('$') ? mingoPredicate({ [key]: cond }) : compileField(key, cond));
   }
-  if (preds.length === 0) return { fast: true, pred: () => true };
-  if (preds.length === 1) return { fast: true, pred: preds[0] };
-  return { fast: true, pred: (doc) => preds.every((p) => p(doc)) };
+  return all(preds);
 }
 
 export function compileFilter(filter: Doc | undefined): Predicate {
   if (!filter || Object.keys(filter).length === 0) return () => true;
-  const c = compileFast(filter);
-  if (c.fast) return c.pred;
-  const q = new Query(filter, {});
-  return (doc) => q.test(doc);
+  return compileParts(filter);
 }

@@ -3,9 +3,9 @@
 // update entry point costs ~200 µs per call. `$[]` and `$[<id>]` paths are first rewritten into the
 // element paths they select (arrayFilters evaluated here); the positional `$` and the rarer operators go
 // to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
-import { Timestamp } from 'bson';
+import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
-import { compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
+import { compareValues, deepCopy, double, isPlainObject, numberType, toNumber, typeRank, type Doc, type NumberType } from './bson-order.js';
 import { compileFilter } from './matcher.js';
 import { MongoError } from './errors.js';
 
@@ -117,13 +117,34 @@ function isNumeric(v: unknown): boolean {
   return typeRank(v) === 3;
 }
 
-function addNumbers(a: any, b: any): any {
-  if (typeof a === 'number' && typeof b === 'number') return a + b;
-  if (a?._bsontype === 'Long' || b?._bsontype === 'Long') {
-    const r = toNumber(a) + toNumber(b);
-    return r;
+const NUMBER_WIDTH: Record<NumberType, number> = { int: 0, long: 1, double: 2, decimal: 3 };
+
+/**
+ * $inc and $mul as mongod computes them: the result has the wider of the two types (int < long <
+ * double < decimal), and an int result that overflows becomes a long.
+ */
+function arithmetic(op: '$inc' | '$mul', a: any, b: any): any {
+  const ta = numberType(a)!;
+  const tb = numberType(b)!;
+  const type = NUMBER_WIDTH[ta] >= NUMBER_WIDTH[tb] ? ta : tb;
+  if (type === 'decimal') {
+    // Through doubles (bson has no decimal arithmetic): the type is kept, digits beyond a double's are not.
+    const r = op === '$inc' ? toNumber(a) + toNumber(b) : toNumber(a) * toNumber(b);
+    return Decimal128.fromString(String(r));
   }
-  return toNumber(a) + toNumber(b);
+  if (type === 'double') return double(op === '$inc' ? toNumber(a) + toNumber(b) : toNumber(a) * toNumber(b));
+  const x = toBigInt(a);
+  const y = toBigInt(b);
+  const r = op === '$inc' ? x + y : x * y;
+  if (type === 'int' && r >= -(2n ** 31n) && r < 2n ** 31n) return Number(r);
+  if (r < -(2n ** 63n) || r >= 2n ** 63n) {
+    throw new MongoError(2, `Failed to apply ${op} operations to current value ((${ta}) ${String(a)}) for document`, 'BadValue');
+  }
+  return Long.fromBigInt(r);
+}
+
+function toBigInt(v: any): bigint {
+  return typeof v === 'number' ? BigInt(v) : (v as Long).toBigInt();
 }
 
 /** $push with its $each/$position/$sort/$slice modifiers, in MongoDB's order of application. */
@@ -295,7 +316,8 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
             throw new MongoError(14, `Cannot apply ${op} to a value of non-numeric type. {_id: ${String(doc._id)}} has the field '${path}' of non-numeric type ${typeof cur}`, 'TypeMismatch');
           }
           if (cur === null) throw new MongoError(14, `Cannot apply ${op} to a value of non-numeric type null`, 'TypeMismatch');
-          const next = op === '$inc' ? (cur === undefined ? v : addNumbers(cur, v)) : cur === undefined ? 0 : toNumber(cur) * toNumber(v);
+          // A missing field takes the operand ($inc) or a zero of the operand's type ($mul).
+          const next = cur === undefined ? (op === '$inc' ? v : arithmetic(op, 0, v)) : arithmetic(op, cur, v);
           setPath(doc, path, next, owned);
           updated.add(path);
           break;

@@ -1,7 +1,7 @@
 // MongoDB wire protocol framing: OP_MSG (sections, document sequences, moreToCome, checksum) and the
 // legacy OP_QUERY/OP_REPLY pair that drivers still use for the first handshake.
 import { BSON } from 'bson';
-import type { Doc } from './bson-order.js';
+import { decodeBson, type Doc } from './bson-order.js';
 
 export const OP_REPLY = 1;
 export const OP_QUERY = 2004;
@@ -23,7 +23,7 @@ function readCString(buf: Buffer, at: number): [string, number] {
 
 function readDoc(buf: Buffer, at: number): [Doc, number] {
   const len = buf.readInt32LE(at);
-  const doc = BSON.deserialize(buf.subarray(at, at + len), { validation: { utf8: false } });
+  const doc = decodeBson(buf.subarray(at, at + len), { validation: { utf8: false } });
   return [doc, at + len];
 }
 

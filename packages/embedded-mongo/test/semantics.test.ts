@@ -2,7 +2,7 @@
 // (from its documentation). Like compat.test.ts it talks only through the driver to `inject('mongoUri')`,
 // so every row holds for a real MongoDB too (MONGODB_URI).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { MongoClient, type Db, type Document } from 'mongodb';
+import { Binary, Decimal128, Double, Int32, Long, MongoClient, ObjectId, type Db, type Document } from 'mongodb';
 
 const uri = inject('mongoUri');
 const dbName = `semantics_${process.pid}_${Date.now()}`;
@@ -45,6 +45,83 @@ describe('$pull with a condition', () => {
     const res = await c.updateOne({ _id: 1 as never }, { $pull: { arr: pull } } as Document);
     expect(res.modifiedCount).toBe(1);
     expect((await c.findOne({ _id: 1 as never }))?.arr).toEqual(left);
+  });
+});
+
+describe('numbers keep their BSON type', () => {
+  // https://www.mongodb.com/docs/manual/reference/bson-types/ and .../operator/update/inc/: a value is
+  // stored with the type it was sent with; $inc and $mul give the wider type of field and operand
+  // (int < long < double < decimal), and an int result that overflows becomes a long.
+  const read = { promoteValues: false } as const;
+  const stored: Array<{ name: string; value: unknown; back: unknown }> = [
+    { name: 'Long(37) stays a Long', value: Long.fromNumber(37), back: Long.fromNumber(37) },
+    { name: 'Double(5.0) stays a Double', value: new Double(5), back: new Double(5) },
+    { name: 'Int32(5) stays an Int32', value: 5, back: new Int32(5) },
+    { name: 'a fractional Double', value: 2.5, back: new Double(2.5) },
+    { name: 'Decimal128 stays a Decimal128', value: Decimal128.fromString('1.5'), back: Decimal128.fromString('1.5') },
+  ];
+  it.each(stored)('$name', async ({ value, back }) => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, v: value });
+    expect((await c.findOne({ _id: 1 as never }, read))?.v).toEqual(back);
+  });
+
+  const updates: Array<{ name: string; field: unknown; update: Document; back: unknown }> = [
+    { name: '$inc of an Int32 by a Long gives a Long', field: 1, update: { $inc: { v: Long.fromNumber(2) } }, back: Long.fromNumber(3) },
+    { name: '$inc of a Long by an Int32 stays a Long', field: Long.fromNumber(40), update: { $inc: { v: 2 } }, back: Long.fromNumber(42) },
+    { name: '$inc of a Double by an Int32 stays a Double', field: new Double(5), update: { $inc: { v: 1 } }, back: new Double(6) },
+    { name: '$inc of an Int32 by a Double gives a Double', field: 5, update: { $inc: { v: 0.5 } }, back: new Double(5.5) },
+    { name: '$inc past the Int32 range gives a Long', field: 2147483647, update: { $inc: { v: 1 } }, back: Long.fromNumber(2147483648) },
+    { name: '$inc of a missing field by a Long sets a Long', field: undefined, update: { $inc: { v: Long.fromNumber(7) } }, back: Long.fromNumber(7) },
+    { name: '$mul of an Int32 by a Long gives a Long', field: 3, update: { $mul: { v: Long.fromNumber(2) } }, back: Long.fromNumber(6) },
+    { name: '$mul of a missing field by a Double sets Double 0', field: undefined, update: { $mul: { v: new Double(2) } }, back: new Double(0) },
+  ];
+  it.each(updates)('$name', async ({ field, update, back }) => {
+    const c = fresh();
+    await c.insertOne(field === undefined ? { _id: 1 as never } : { _id: 1 as never, v: field });
+    await c.updateOne({ _id: 1 as never }, update);
+    expect((await c.findOne({ _id: 1 as never }, read))?.v).toEqual(back);
+  });
+});
+
+describe('$type', () => {
+  // https://www.mongodb.com/docs/manual/reference/operator/query/type/: each alias matches only its
+  // BSON type, 'number' matches the four numeric types, and an array field matches when an element does.
+  const docs = [
+    { _id: 'int', v: 1 },
+    { _id: 'long', v: Long.fromNumber(1) },
+    { _id: 'double', v: 1.5 },
+    { _id: 'integral double', v: new Double(2) },
+    { _id: 'decimal', v: Decimal128.fromString('1') },
+    { _id: 'objectId', v: new ObjectId('64b7f0c2a1b2c3d4e5f60718') },
+    { _id: 'binData', v: new Binary(Buffer.from('x')) },
+    { _id: 'string', v: 's' },
+    { _id: 'array of strings', v: ['s'] },
+    { _id: 'null', v: null },
+    { _id: 'missing' },
+  ];
+  const rows: Array<{ type: unknown; ids: string[] }> = [
+    { type: 'objectId', ids: ['objectId'] },
+    { type: 'binData', ids: ['binData'] },
+    { type: 'long', ids: ['long'] },
+    { type: 'decimal', ids: ['decimal'] },
+    { type: 'double', ids: ['double', 'integral double'] },
+    { type: 'int', ids: ['int'] },
+    { type: 'number', ids: ['decimal', 'double', 'int', 'integral double', 'long'] },
+    { type: 18, ids: ['long'] },
+    { type: 'string', ids: ['array of strings', 'string'] },
+    { type: 'array', ids: ['array of strings'] },
+    { type: 'null', ids: ['null'] },
+    { type: ['long', 'objectId'], ids: ['long', 'objectId'] },
+  ];
+  it.each(rows)('{$type: $type}', async ({ type, ids }) => {
+    const c = fresh();
+    await c.insertMany(docs as Document[]);
+    const found = await c.find({ v: { $type: type } } as Document).sort({ _id: 1 }).toArray();
+    expect(found.map((d) => d._id)).toEqual(ids);
+    // The same rows when another condition of the filter needs the full query language.
+    const withRegex = await c.find({ v: { $type: type }, _id: { $regex: /./ } } as Document).sort({ _id: 1 }).toArray();
+    expect(withRegex.map((d) => d._id)).toEqual(ids);
   });
 });
 
