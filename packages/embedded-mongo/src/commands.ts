@@ -67,6 +67,14 @@ function withIdFirst(doc: Doc): Doc {
   return { _id, ...rest };
 }
 
+/** mongod's limit on a stored document: BSONObjectTooLarge on insert, Location17419 after an update. */
+function checkSize(doc: Doc, by: 'insert' | 'update'): void {
+  const size = BSON.calculateObjectSize(doc);
+  if (size <= MAX_BSON_SIZE) return;
+  if (by === 'insert') throw new MongoError(10334, `object to insert too large. size in bytes: ${size}, max size: ${MAX_BSON_SIZE}`, 'BSONObjectTooLarge');
+  throw new MongoError(17419, `Resulting document after update is larger than ${MAX_BSON_SIZE}`, 'Location17419');
+}
+
 function checkFieldNames(doc: Doc): void {
   for (const k of Object.keys(doc)) {
     if (k.startsWith('$')) throw new MongoError(2, `Document can't have $ prefixed field names: ${k}`, 'BadValue');
@@ -139,6 +147,7 @@ const insert: Handler = (engine, cmd, ctx) => {
     try {
       const doc = withIdFirst(docs[i]);
       checkFieldNames(doc);
+      checkSize(doc, 'insert');
       engine.insert(coll, doc);
       n++;
     } catch (e) {
@@ -150,7 +159,10 @@ const insert: Handler = (engine, cmd, ctx) => {
 };
 
 function findRows(coll: Collection | undefined, filter: Doc | undefined, sort: Doc | undefined, limit: number | undefined, skip?: number): Array<[number, Doc]> {
-  if (!coll) return [];
+  if (!coll) {
+    compileFilter(filter); // refuses unknown operators, as mongod does on a missing collection too
+    return [];
+  }
   return coll.query(filter, { sort: parseSort(sort), limit, skip });
 }
 
@@ -250,6 +262,7 @@ const update: Handler = (engine, cmd, ctx) => {
           const target = engine.ensureCollection(ctx.db, name);
           const doc = upsertDocument(filter, spec.u, spec.arrayFilters);
           checkFieldNames(doc);
+          checkSize(doc, 'update');
           engine.insert(target, doc);
           n++;
           upserted.push({ index: i, _id: doc._id });
@@ -260,6 +273,7 @@ const update: Handler = (engine, cmd, ctx) => {
         const out = applyUpdate(before, spec.u, { filter, arrayFilters: spec.arrayFilters });
         n++;
         if (out.modified) {
+          checkSize(out.doc, 'update');
           engine.replace(coll!, rid, out.doc, out.description);
           nModified++;
         }
@@ -320,13 +334,17 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   if (row) {
     const [rid, before] = row;
     const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters });
-    if (out.modified) engine.replace(coll!, rid, out.doc, out.description);
+    if (out.modified) {
+      checkSize(out.doc, 'update');
+      engine.replace(coll!, rid, out.doc, out.description);
+    }
     return { lastErrorObject: { n: 1, updatedExisting: true }, value: shapeDoc(cmd.new ? out.doc : before, project), ok: 1 };
   }
   if (!cmd.upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
   const target = engine.ensureCollection(ctx.db, name);
   const doc = upsertDocument(filter, cmd.update, cmd.arrayFilters);
   checkFieldNames(doc);
+  checkSize(doc, 'update');
   engine.insert(target, doc);
   return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shapeDoc(doc, project) : null, ok: 1 };
 };
@@ -341,7 +359,10 @@ function countMatches(coll: Collection, query: Doc | undefined, skip: number, li
 
 const count: Handler = (engine, cmd, ctx) => {
   const coll = engine.getCollection(ctx.db, collName(cmd, 'count'));
-  if (!coll) return { n: 0, ok: 1 };
+  if (!coll) {
+    compileFilter(cmd.query as Doc | undefined);
+    return { n: 0, ok: 1 };
+  }
   return { n: countMatches(coll, cmd.query as Doc | undefined, Number(cmd.skip ?? 0), Math.abs(Number(cmd.limit ?? 0))), ok: 1 };
 };
 
@@ -533,6 +554,7 @@ const aggregate: Handler = (engine, cmd, ctx) => {
       limit = Number(stages[0].$limit);
       stages = stages.slice(1);
     }
+    if (!coll && filter !== undefined) compileFilter(filter); // unknown operators fail on a missing collection too
     // countDocuments() sends [$match, ($skip), ($limit), {$group: {_id: 1, n: {$sum: 1}}}]: count directly.
     if (stages.length === 1 && isCountGroup(stages[0])) {
       const group = stages[0].$group as Doc;
@@ -647,6 +669,7 @@ const dropIndexes: Handler = (engine, cmd, ctx) => {
 const create: Handler = (engine, cmd, ctx) => {
   const name = collName(cmd, 'create');
   if (engine.getCollection(ctx.db, name)) throw new MongoError(48, `Collection ${ctx.db}.${name} already exists.`, 'NamespaceExists');
+  if (cmd.capped && cmd.size === undefined) throw new MongoError(72, "the 'size' field is required when 'capped' is true", 'InvalidOptions');
   const { create: _c, $db: _d, lsid: _l, $clusterTime: _t, writeConcern: _w, ...opts } = cmd;
   engine.ensureCollection(ctx.db, name, opts);
   return { ok: 1 };

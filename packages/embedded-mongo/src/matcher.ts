@@ -166,6 +166,14 @@ function typeMatch(values: any[], codes: Set<number>): boolean {
   return false;
 }
 
+// The query operators left to mingo. Any other is refused as mongod refuses it, before any document is
+// read, so a misspelt operator fails on an empty collection too instead of matching nothing.
+const MINGO_FIELD_OPERATORS = new Set([
+  '$regex', '$options', '$elemMatch', '$size', '$all', '$mod', '$bitsAllSet', '$bitsAllClear', '$bitsAnySet', '$bitsAnyClear',
+  '$geoWithin', '$geoIntersects', '$near', '$nearSphere', '$maxDistance', '$minDistance', '$within', '$jsonSchema',
+]);
+const MINGO_TOP_LEVEL_OPERATORS = new Set(['$expr', '$where', '$comment', '$text', '$jsonSchema', '$alwaysTrue', '$alwaysFalse']);
+
 /** mingo's evaluation of one condition the closures below do not cover. */
 function mingoPredicate(filter: Doc): Predicate {
   const q = new Query(filter, {});
@@ -242,6 +250,7 @@ function compileField(path: string, cond: any): Predicate {
         break;
       }
       default:
+        if (!MINGO_FIELD_OPERATORS.has(op)) throw new MongoError(2, `unknown operator: ${op}`, 'BadValue');
         rest[op] = x;
     }
   }
@@ -267,6 +276,7 @@ function compileParts(filter: Doc): Predicate {
       else preds.push((doc) => !subs.some((p) => p(doc)));
       continue;
     }
+    if (key.startsWith('$') && !MINGO_TOP_LEVEL_OPERATORS.has(key)) throw new MongoError(2, `unknown top level operator: ${key}`, 'BadValue');
     preds.push(key.startsWith('$') ? mingoPredicate({ [key]: cond }) : compileField(key, cond));
   }
   return all(preds);

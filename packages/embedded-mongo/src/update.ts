@@ -45,6 +45,7 @@ function setPath(doc: Doc, path: string, value: any, owned?: Set<object>): void 
   let cur: any = doc;
   for (let i = 0; i < parts.length - 1; i++) {
     const p = parts[i];
+    if (Array.isArray(cur) && !/^\d+$/.test(p)) throw cannotCreateField(p, parts[i - 1], cur);
     let next = cur[p];
     if (next === undefined || next === null) {
       next = {};
@@ -58,11 +59,17 @@ function setPath(doc: Doc, path: string, value: any, owned?: Set<object>): void 
     cur = next;
   }
   const last = parts[parts.length - 1];
+  if (Array.isArray(cur) && !/^\d+$/.test(last)) throw cannotCreateField(last, parts[parts.length - 2], cur);
   if (Array.isArray(cur) && /^\d+$/.test(last)) {
     const idx = Number(last);
     while (cur.length < idx) cur.push(null);
   }
   cur[last] = value;
+}
+
+/** mongod's refusal to name a field of an array (only indexes can follow an array on a path). */
+function cannotCreateField(field: string, arrayField: string, array: any[]): MongoError {
+  return new MongoError(28, `Cannot create field '${field}' in element {${arrayField}: ${JSON.stringify(array)}}`, 'PathNotViable');
 }
 
 /** `parent[key]`, replaced by a shallow copy unless this update made or copied it already. */

@@ -2,7 +2,7 @@
 // (from its documentation). Like compat.test.ts it talks only through the driver to `inject('mongoUri')`,
 // so every row holds for a real MongoDB too (MONGODB_URI).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Binary, Decimal128, Double, Int32, Long, MongoClient, ObjectId, type Db, type Document } from 'mongodb';
+import { Binary, Decimal128, Double, Int32, Long, MongoClient, MongoServerError, ObjectId, type Db, type Document } from 'mongodb';
 
 const uri = inject('mongoUri');
 const dbName = `semantics_${process.pid}_${Date.now()}`;
@@ -122,6 +122,65 @@ describe('$type', () => {
     // The same rows when another condition of the filter needs the full query language.
     const withRegex = await c.find({ v: { $type: type }, _id: { $regex: /./ } } as Document).sort({ _id: 1 }).toArray();
     expect(withRegex.map((d) => d._id)).toEqual(ids);
+  });
+});
+
+describe('requests mongod refuses', () => {
+  // Each row: what mongod answers (code, and its message's start), where the embedded server used to
+  // succeed silently. Sources: .../reference/operator/query/ (unknown operators are BadValue),
+  // .../reference/limits/#mongodb-limit-BSON-Document-Size, .../reference/method/db.createCollection/.
+  // Two of these make a document just over 16 MiB, in a command the driver still sends (it refuses one over 17 MiB).
+  const big = 'x'.repeat(8 * 1024 * 1024);
+  const rows: Array<{ name: string; run: (c: ReturnType<typeof fresh>) => Promise<unknown>; code: number; message: string | RegExp }> = [
+    { name: 'an unknown operator on an empty collection', run: (c) => c.find({ x: { $bogus: 1 } }).toArray(), code: 2, message: 'unknown operator: $bogus' },
+    { name: 'an unknown operator in count', run: (c) => c.countDocuments({ x: { $bogus: 1 } }), code: 2, message: 'unknown operator: $bogus' },
+    { name: 'an unknown operator beside a known one', run: (c) => c.deleteMany({ x: { $gt: 1, $bogus: 1 } }), code: 2, message: 'unknown operator: $bogus' },
+    { name: 'an unknown top-level operator', run: (c) => c.find({ $bogus: [{ x: 1 }] }).toArray(), code: 2, message: 'unknown top level operator: $bogus' },
+    {
+      name: 'an update that grows a document past 16 MB',
+      run: async (c) => {
+        await c.insertOne({ _id: 1 as never, a: big });
+        return c.updateOne({ _id: 1 as never }, { $set: { b: big } });
+      },
+      code: 17419,
+      message: 'Resulting document after update is larger than 16777216',
+    },
+    {
+      name: 'an upsert that creates a document past 16 MB',
+      run: (c) => c.findOneAndUpdate({ _id: 2 as never }, { $set: { a: big, b: big } }, { upsert: true }),
+      code: 17419,
+      message: 'Resulting document after update is larger than 16777216',
+    },
+    {
+      name: "$set of a field inside an array ('comments.body')",
+      run: async (c) => {
+        await c.insertOne({ _id: 1 as never, comments: [{ body: 'first' }] });
+        return c.updateOne({ _id: 1 as never }, { $set: { 'comments.body': 'second' } });
+      },
+      code: 28,
+      message: "Cannot create field 'body' in element {comments: ",
+    },
+    { name: 'create with capped and no size', run: (c) => c.db.createCollection(`${c.collectionName}_capped`, { capped: true }), code: 72, message: "the 'size' field is required when 'capped' is true" },
+  ];
+  it.each(rows)('$name', async ({ run, code, message }) => {
+    const err = await run(fresh()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(MongoServerError);
+    expect((err as MongoServerError).code).toBe(code);
+    expect((err as MongoServerError).message).toContain(message);
+  });
+
+  it('a document over 16 MB sent in an insert command is BSONObjectTooLarge', async () => {
+    // The driver's insertOne refuses such a document before sending it; a raw insert command reaches the server.
+    const c = fresh();
+    const err = await db.command({ insert: c.collectionName, documents: [{ _id: 1, a: big, b: big }] }).then(
+      (r) => r.writeErrors?.[0],
+      (e: unknown) => e,
+    );
+    expect(err?.code).toBe(10334);
+    expect(await c.countDocuments()).toBe(0);
   });
 });
 
