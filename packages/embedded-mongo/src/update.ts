@@ -284,6 +284,70 @@ function expandPath(value: any, parts: string[], i: number, prefix: string, filt
   return out;
 }
 
+function positionalAt(parts: string[]): number {
+  return parts.indexOf('$');
+}
+
+function hasPositionalPaths(u: Doc): boolean {
+  return Object.values(u).some((fields) => isPlainObject(fields) && Object.keys(fields).some((p) => positionalAt(p.split('.')) > 0));
+}
+
+/**
+ * Rewrites `array.$.field` paths into `array.<i>.field`, `i` being the first element the query's
+ * conditions on that array match (mongod's positional rule), so several fields of the matched element
+ * (mongoose's `children.$.name` with `children.$.updatedAt`) are set together like any other paths.
+ */
+function resolvePositional(doc: Doc, u: Doc, filter: Doc): Doc {
+  const positions = new Map<string, number>();
+  const positionOf = (arrayPath: string): number => {
+    let at = positions.get(arrayPath);
+    if (at === undefined) {
+      at = matchedPosition(doc, arrayPath, filter);
+      positions.set(arrayPath, at);
+    }
+    return at;
+  };
+  const out: Doc = {};
+  for (const [op, fields] of Object.entries(u)) {
+    const next: Doc = {};
+    for (const [path, v] of Object.entries(fields as Doc)) {
+      const parts = path.split('.');
+      const at = positionalAt(parts);
+      if (at <= 0) {
+        next[path] = v;
+        continue;
+      }
+      if (parts.indexOf('$', at + 1) >= 0) throw new MongoError(2, `Too many positional (i.e. '$') elements found in path '${path}'`, 'BadValue');
+      parts[at] = String(positionOf(parts.slice(0, at).join('.')));
+      next[parts.join('.')] = v;
+    }
+    out[op] = next;
+  }
+  return out;
+}
+
+/** The index of the first element of the array at `arrayPath` that the filter's conditions on it match. */
+function matchedPosition(doc: Doc, arrayPath: string, filter: Doc): number {
+  const conditions: Doc[] = [];
+  const collect = (f: Doc): void => {
+    for (const [k, cond] of Object.entries(f)) {
+      if (k === '$and' && Array.isArray(cond)) for (const sub of cond) if (isPlainObject(sub)) collect(sub);
+      if (k === arrayPath || k.startsWith(arrayPath + '.')) conditions.push({ [k]: cond });
+    }
+  };
+  collect(filter);
+  const array = readPath(doc, arrayPath);
+  if (conditions.length > 0 && Array.isArray(array)) {
+    const pred = compileFilter({ $and: conditions });
+    for (let i = 0; i < array.length; i++) {
+      const probe: Doc = {};
+      setPath(probe, arrayPath, [array[i]]);
+      if (pred(probe)) return i;
+    }
+  }
+  throw new MongoError(2, 'The positional operator did not find the match needed from the query.', 'BadValue');
+}
+
 function checkConflicts(u: Doc): void {
   const seen: string[] = [];
   for (const [op, fields] of Object.entries(u)) {
@@ -430,6 +494,7 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
     u = expandArrayPaths(original, u, arrayFilters);
     arrayFilters = undefined;
   }
+  if (hasPositionalPaths(u)) u = resolvePositional(original, u, opts.filter ?? {});
   checkConflicts(u);
   const updated = new Set<string>();
   const removed = new Set<string>();

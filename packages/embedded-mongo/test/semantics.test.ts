@@ -184,3 +184,53 @@ describe('requests mongod refuses', () => {
   });
 });
 
+describe('the positional $ operator', () => {
+  // https://www.mongodb.com/docs/manual/reference/operator/update/positional/: `$` stands for the first
+  // element the query matched in that array, and one update may set several fields of that element.
+  const children = [
+    { _id: 'a', name: 'Ann', updatedAt: 1 },
+    { _id: 'b', name: 'Bob', updatedAt: 1 },
+  ];
+  const rows: Array<{ name: string; filter: Document; update: Document; after: unknown[] }> = [
+    {
+      name: "two fields of the matched element (mongoose's child timestamps)",
+      filter: { 'children._id': 'b' },
+      update: { $set: { 'children.$.name': 'Bea', 'children.$.updatedAt': 2 } },
+      after: [children[0], { _id: 'b', name: 'Bea', updatedAt: 2 }],
+    },
+    {
+      name: 'two operators on the matched element',
+      filter: { 'children.name': 'Ann' },
+      update: { $set: { 'children.$.name': 'Ada' }, $inc: { 'children.$.updatedAt': 5 } },
+      after: [{ _id: 'a', name: 'Ada', updatedAt: 6 }, children[1]],
+    },
+    {
+      name: 'an $elemMatch query',
+      filter: { children: { $elemMatch: { _id: 'b', name: 'Bob' } } },
+      update: { $set: { 'children.$.name': 'Bo' } },
+      after: [children[0], { _id: 'b', name: 'Bo', updatedAt: 1 }],
+    },
+    {
+      name: 'a condition inside $and',
+      filter: { $and: [{ 'children.updatedAt': 1 }, { 'children._id': 'b' }] },
+      update: { $set: { 'children.$.updatedAt': 3 } },
+      // The first element matching the conditions on the array: both name 'children', so 'b'.
+      after: [children[0], { _id: 'b', name: 'Bob', updatedAt: 3 }],
+    },
+  ];
+  it.each(rows)('$name', async ({ filter, update, after }) => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, children });
+    const res = await c.updateOne({ _id: 1 as never, ...filter }, update);
+    expect(res.modifiedCount).toBe(1);
+    expect((await c.findOne({ _id: 1 as never }))?.children).toEqual(after);
+  });
+
+  it('without a query on the array: BadValue, as mongod answers', async () => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, children });
+    const err = await c.updateOne({ _id: 1 as never }, { $set: { 'children.$.name': 'x' } }).catch((e: unknown) => e);
+    expect((err as MongoServerError).code).toBe(2);
+    expect((err as MongoServerError).message).toContain('The positional operator did not find the match needed from the query.');
+  });
+});
