@@ -100,6 +100,9 @@ const schema = z
     GRAPHQL_MAX_ALIASES: int(15, 0),
     GRAPHQL_MAX_COST: int(5000, 1),
     GRAPHQL_MAX_TOKENS: int(2000, 1),
+    /** Open subscriptions on one WebSocket, and for one API key on this gateway instance. */
+    GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET: int(100, 1),
+    GRAPHQL_MAX_SUBSCRIPTIONS_PER_KEY: int(1000, 1),
   })
   .superRefine((c, ctx) => {
     if (c.DEFINITION_PROVIDER === 'openai' && !c.DEFINITION_API_URL) {

@@ -117,6 +117,12 @@ export const ERROR_CATALOG = {
     message: 'A request with this Idempotency-Key is still in progress',
     retryable: true,
   },
+  too_many_subscriptions: {
+    httpStatus: 429,
+    graphqlCode: 'RATE_LIMITED',
+    message: 'Too many open subscriptions',
+    retryable: true,
+  },
   rate_limited: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many requests', retryable: true },
   provider_failed: {
     httpStatus: 502,

@@ -83,6 +83,8 @@ interface ConnectionState {
   connectionId: string;
   revoke: AbortController;
   active: number;
+  /** Ids of the connection's open subscriptions (each counted once against the caps). */
+  subscriptions: Set<string>;
 }
 
 type WsExtra = Extra & { state?: ConnectionState };
@@ -230,6 +232,7 @@ async function attachWebSocket(
     ...(config.GRAPHQL_INTROSPECTION ? [] : [NoSchemaIntrospectionCustomRule]),
   ];
 
+  const subscriptionCaps = subscriptionLimits(config);
   // One revocation listener per process: key id → the connections it opened.
   const byKey = new Map<string, Set<ConnectionState & { close(): void }>>();
   const unsubscribeRevoked = services.keys.onRevoked((keyId) => {
@@ -241,7 +244,7 @@ async function attachWebSocket(
       schema,
       async onConnect(ctx) {
         const extra = ctx.extra as WsExtra;
-        const state: ConnectionState = { connectionId: randomUUID(), revoke: new AbortController(), active: 0 };
+        const state: ConnectionState = { connectionId: randomUUID(), revoke: new AbortController(), active: 0, subscriptions: new Set() };
         extra.state = state;
         const authorization = ctx.connectionParams?.Authorization ?? ctx.connectionParams?.authorization;
         state.authorization = typeof authorization === 'string' ? authorization : undefined;
@@ -276,7 +279,8 @@ async function attachWebSocket(
         extra.socket.once('close', () => {
           set.delete(conn);
           if (set.size === 0 && byKey.get(keyId) === set) byKey.delete(keyId);
-          // Its subscriptions need nothing here: graphql-ws returns every open one on close.
+          // graphql-ws returns every open subscription on close; their places under the caps go now.
+          for (const id of [...state.subscriptions]) subscriptionCaps.release(state, id);
         });
         return true;
       },
@@ -291,7 +295,8 @@ async function attachWebSocket(
         }
         const errors = validate(schema, document, rules);
         if (errors.length) return errors.map((e) => clientError(e.message));
-        if (!getOperationAST(document, payload.operationName)) return [clientError('Unable to identify the operation to run')];
+        const operation = getOperationAST(document, payload.operationName);
+        if (!operation) return [clientError('Unable to identify the operation to run')];
         // Every operation is a request of its own, as over HTTP: the key is checked again (a deletion
         // not yet announced is caught here) and the per-key rate limit counts it.
         if (state.revoke.signal.aborted) return [requestError(new AppError('invalid_api_key'))];
@@ -302,6 +307,11 @@ async function attachWebSocket(
           const app = appErrorOf(err);
           if (!app) throw err;
           return [requestError(app)];
+        }
+        // Checked and taken with no await in between: concurrent subscribes cannot both pass.
+        if (operation.operation === 'subscription') {
+          const refused = subscriptionCaps.take(state, id);
+          if (refused) return [requestError(refused)];
         }
         state.active++;
         const request = (ctx.extra as WsExtra).request;
@@ -326,9 +336,11 @@ async function attachWebSocket(
         const requestId = `${(ctx.extra as WsExtra).state?.connectionId}/${id}`;
         return errors.map((e) => formatAndLog(e, requestId, formatError, log));
       },
-      onComplete(ctx) {
+      onComplete(ctx, id) {
         const state = (ctx.extra as WsExtra).state;
-        if (state) state.active = Math.max(0, state.active - 1);
+        if (!state) return;
+        state.active = Math.max(0, state.active - 1);
+        subscriptionCaps.release(state, id);
       },
     },
     wss,
@@ -357,6 +369,36 @@ async function attachWebSocket(
       unsubscribeRevoked();
       app.server.off('upgrade', onUpgrade);
       await server.dispose();
+    },
+  };
+}
+
+/**
+ * Open subscriptions per WebSocket and per API key on this instance (each holds a job watch and a
+ * slot in the fan-out). Over a cap, the subscribe is refused (RATE_LIMITED); the socket stays open.
+ */
+function subscriptionLimits(config: Pick<Config, 'GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET' | 'GRAPHQL_MAX_SUBSCRIPTIONS_PER_KEY'>) {
+  const perKey = new Map<string, number>();
+  return {
+    take(state: ConnectionState, id: string): AppError | undefined {
+      const keyId = state.principal!.keyId;
+      const forKey = perKey.get(keyId) ?? 0;
+      if (state.subscriptions.size >= config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET) {
+        return new AppError('too_many_subscriptions', { message: `Too many open subscriptions on this connection (at most ${config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET})` });
+      }
+      if (forKey >= config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_KEY) {
+        return new AppError('too_many_subscriptions', { message: `Too many open subscriptions for this API key (at most ${config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_KEY})` });
+      }
+      state.subscriptions.add(id);
+      perKey.set(keyId, forKey + 1);
+      return undefined;
+    },
+    release(state: ConnectionState, id: string): void {
+      if (!state.subscriptions.delete(id)) return;
+      const keyId = state.principal!.keyId;
+      const left = (perKey.get(keyId) ?? 1) - 1;
+      if (left > 0) perKey.set(keyId, left);
+      else perKey.delete(keyId);
     },
   };
 }
