@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import type { EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
-import { connectDatabase } from './data/connection.js';
+import { connectDatabase, isDatabaseUnavailableError } from './data/connection.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
@@ -39,6 +39,14 @@ async function main(): Promise<void> {
   const demo = await createDemoAccount(services);
 
   const app = await buildApp({ config, services });
+  // The same backstop as a standalone worker's: a database error that escapes a background task
+  // during an outage is logged, not fatal (work resumes when the database is back); anything else is a
+  // fault, and the process exits.
+  process.on('unhandledRejection', (reason) => {
+    if (isDatabaseUnavailableError(reason)) return void app.log.warn({ err: reason }, 'unhandled database error');
+    app.log.error({ err: reason }, 'unhandled rejection');
+    process.exit(1);
+  });
   await app.listen({ port: config.PORT, host: config.HOST });
   const { port } = app.server.address() as { port: number };
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
