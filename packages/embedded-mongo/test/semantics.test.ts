@@ -234,3 +234,29 @@ describe('the positional $ operator', () => {
     expect((err as MongoServerError).message).toContain('The positional operator did not find the match needed from the query.');
   });
 });
+
+describe('change streams', () => {
+  // https://www.mongodb.com/docs/manual/changeStreams/: once the aggregate that opens a stream has been
+  // answered, the stream sees every later write. The write follows the answer at once, many times over.
+  // (A write sent before the aggregate arrives is not seen, on mongod either: mongoose's watch() then
+  // create() opens the stream on a new pooled connection, so the insert usually arrives first.)
+  it('a stream sees every write made right after its aggregate was answered', async () => {
+    const c = fresh();
+    for (let round = 0; round < 25; round++) {
+      // A short maxAwaitTimeMS: tryNext's empty getMore returns at once instead of after mongod's 1 s.
+      const options = { maxAwaitTimeMS: 10 };
+      const stream = round % 2 === 0 ? c.watch([], options) : db.watch([{ $match: { 'ns.coll': c.collectionName } }], options);
+      try {
+        expect(await stream.tryNext()).toBeNull(); // sends the aggregate and waits for its answer
+        await c.insertOne({ _id: round as never });
+        await c.updateOne({ _id: round as never }, { $set: { seen: true } });
+        const first = await stream.next();
+        const second = await stream.next();
+        expect(first).toMatchObject({ operationType: 'insert', documentKey: { _id: round } });
+        expect(second).toMatchObject({ operationType: 'update', documentKey: { _id: round } });
+      } finally {
+        await stream.close();
+      }
+    }
+  });
+});
