@@ -5,6 +5,7 @@
  */
 import { isDatabaseUnavailableError } from '../data/connection.js';
 import { AppError, isAppError, type ErrorCode } from '../domain/errors.js';
+import type { Logger } from '../domain/logger.js';
 
 /** Seconds clients are asked to wait after a 429 or 503 that carries no figure of its own. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -70,7 +71,7 @@ export function errorBody(err: AppError, requestId: string): { error: string; co
 }
 
 /** The edge's translation, logged at the level it deserves with the request id. */
-export function translate(err: unknown, request: { id: unknown; log: Pick<Console, 'error' | 'warn'> | { error(o: object, m?: string): void; warn(o: object, m?: string): void } }): AppError {
+export function translate(err: unknown, request: { id: unknown; log: Pick<Logger, 'error' | 'warn'> }): AppError {
   const appError = toAppError(err);
   const level = logLevelOf(appError);
   if (level) request.log[level]({ err: appError.cause ?? err, code: appError.code, requestId: request.id }, appError.code === 'internal_error' ? 'unexpected error' : appError.message);
