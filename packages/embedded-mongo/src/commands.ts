@@ -6,9 +6,10 @@ import { canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from '
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
-import { compileFilter, pathValues } from './matcher.js';
+import { compileFilter, MINGO_OPTIONS, pathValues } from './matcher.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
+import { parseValidator, validateWrite } from './validator.js';
 
 export type CommandContext = { db: string; connectionId: number; startedAt: number };
 type Handler = (engine: Engine, cmd: Doc, ctx: CommandContext) => Doc | Promise<Doc>;
@@ -148,6 +149,7 @@ const insert: Handler = (engine, cmd, ctx) => {
       const doc = withIdFirst(docs[i]);
       checkFieldNames(doc);
       checkSize(doc, 'insert');
+      validateWrite(coll, doc, undefined, cmd);
       engine.insert(coll, doc);
       n++;
     } catch (e) {
@@ -263,6 +265,7 @@ const update: Handler = (engine, cmd, ctx) => {
           const doc = upsertDocument(filter, spec.u, spec.arrayFilters);
           checkFieldNames(doc);
           checkSize(doc, 'update');
+          validateWrite(target, doc, undefined, cmd);
           engine.insert(target, doc);
           n++;
           upserted.push({ index: i, _id: doc._id });
@@ -274,6 +277,7 @@ const update: Handler = (engine, cmd, ctx) => {
         n++;
         if (out.modified) {
           checkSize(out.doc, 'update');
+          validateWrite(coll!, out.doc, before, cmd);
           engine.replace(coll!, rid, out.doc, out.description);
           nModified++;
         }
@@ -336,6 +340,7 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
     const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters });
     if (out.modified) {
       checkSize(out.doc, 'update');
+      validateWrite(coll!, out.doc, before, cmd);
       engine.replace(coll!, rid, out.doc, out.description);
     }
     return { lastErrorObject: { n: 1, updatedExisting: true }, value: shapeDoc(cmd.new ? out.doc : before, project), ok: 1 };
@@ -345,6 +350,7 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   const doc = upsertDocument(filter, cmd.update, cmd.arrayFilters);
   checkFieldNames(doc);
   checkSize(doc, 'update');
+  validateWrite(target, doc, undefined, cmd);
   engine.insert(target, doc);
   return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shapeDoc(doc, project) : null, ok: 1 };
 };
@@ -573,7 +579,7 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     stages = stages.slice(0, -1);
   }
   const resolver = (coll: string): Doc[] => engine.getCollection(ctx.db, coll)?.allDocs().map(deepCopy) ?? [];
-  const results = stages.length > 0 ? (new Aggregator(stages, { collectionResolver: resolver }).run(source) as Doc[]) : source;
+  const results = stages.length > 0 ? (new Aggregator(stages, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(source) as Doc[]) : source;
   if (outTarget) {
     engine.dropCollection(ctx.db, outTarget);
     const target = engine.ensureCollection(ctx.db, outTarget);
@@ -671,6 +677,7 @@ const create: Handler = (engine, cmd, ctx) => {
   if (engine.getCollection(ctx.db, name)) throw new MongoError(48, `Collection ${ctx.db}.${name} already exists.`, 'NamespaceExists');
   if (cmd.capped && cmd.size === undefined) throw new MongoError(72, "the 'size' field is required when 'capped' is true", 'InvalidOptions');
   const { create: _c, $db: _d, lsid: _l, $clusterTime: _t, writeConcern: _w, ...opts } = cmd;
+  parseValidator(opts);
   engine.ensureCollection(ctx.db, name, opts);
   return { ok: 1 };
 };

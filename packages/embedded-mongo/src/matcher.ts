@@ -4,6 +4,7 @@
 import { Query } from 'mingo';
 import { compareValues, isPlainObject, numberType, typeRank, type Doc } from './bson-order.js';
 import { MongoError } from './errors.js';
+import { compileJsonSchema } from './json-schema.js';
 
 export type Predicate = (doc: Doc) => boolean;
 
@@ -170,13 +171,21 @@ function typeMatch(values: any[], codes: Set<number>): boolean {
 // read, so a misspelt operator fails on an empty collection too instead of matching nothing.
 const MINGO_FIELD_OPERATORS = new Set([
   '$regex', '$options', '$elemMatch', '$size', '$all', '$mod', '$bitsAllSet', '$bitsAllClear', '$bitsAnySet', '$bitsAnyClear',
-  '$geoWithin', '$geoIntersects', '$near', '$nearSphere', '$maxDistance', '$minDistance', '$within', '$jsonSchema',
+  '$geoWithin', '$geoIntersects', '$near', '$nearSphere', '$maxDistance', '$minDistance', '$within',
 ]);
-const MINGO_TOP_LEVEL_OPERATORS = new Set(['$expr', '$where', '$comment', '$text', '$jsonSchema', '$alwaysTrue', '$alwaysFalse']);
+const MINGO_TOP_LEVEL_OPERATORS = new Set(['$expr', '$where', '$comment', '$text', '$alwaysTrue', '$alwaysFalse']);
+
+/** mingo's options: its $jsonSchema (inside $elemMatch, or a later $match stage) uses json-schema.ts. */
+export const MINGO_OPTIONS = {
+  jsonSchemaValidator: (schema: Doc): Predicate => {
+    const compiled = compileJsonSchema(schema);
+    return (doc) => compiled.test(doc);
+  },
+};
 
 /** mingo's evaluation of one condition the closures below do not cover. */
 function mingoPredicate(filter: Doc): Predicate {
-  const q = new Query(filter, {});
+  const q = new Query(filter, MINGO_OPTIONS);
   return (doc) => q.test(doc);
 }
 
@@ -274,6 +283,11 @@ function compileParts(filter: Doc): Predicate {
       if (key === '$and') preds.push((doc) => subs.every((p) => p(doc)));
       else if (key === '$or') preds.push((doc) => subs.some((p) => p(doc)));
       else preds.push((doc) => !subs.some((p) => p(doc)));
+      continue;
+    }
+    if (key === '$jsonSchema') {
+      const schema = compileJsonSchema(cond);
+      preds.push((doc) => schema.test(doc));
       continue;
     }
     if (key.startsWith('$') && !MINGO_TOP_LEVEL_OPERATORS.has(key)) throw new MongoError(2, `unknown top level operator: ${key}`, 'BadValue');
