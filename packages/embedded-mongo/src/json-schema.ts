@@ -553,6 +553,15 @@ function logicalRules(s: Doc, rules: Rule[]): void {
   }
 }
 
+/** Whether a schema, or any schema nested in it, uses the encryption keywords. */
+export function usesEncryption(schema: Doc): boolean {
+  if (schema.encrypt !== undefined || schema.encryptMetadata !== undefined) return true;
+  const nested: unknown[] = [schema.additionalItems, schema.additionalProperties, schema.not];
+  for (const k of ['properties', 'patternProperties', 'dependencies']) if (isPlainObject(schema[k])) nested.push(...Object.values(schema[k]));
+  for (const k of ['items', 'allOf', 'anyOf', 'oneOf']) nested.push(...(Array.isArray(schema[k]) ? schema[k] : [schema[k]]));
+  return nested.some((sub) => isPlainObject(sub) && usesEncryption(sub));
+}
+
 /** The $jsonSchema query operator's argument, parsed; mongod's error when the argument is not a schema. */
 export function compileJsonSchema(schema: unknown): CompiledSchema {
   if (!isPlainObject(schema)) throw typeMismatch('$jsonSchema must be an object');

@@ -6,7 +6,7 @@ import { EJSON } from 'bson';
 import { isPlainObject, type Doc } from './bson-order.js';
 import type { Collection } from './collection.js';
 import { MongoError } from './errors.js';
-import { compileJsonSchema } from './json-schema.js';
+import { compileJsonSchema, usesEncryption } from './json-schema.js';
 import { compileFilter, getPath, type Predicate } from './matcher.js';
 
 type CollectionValidator = {
@@ -38,17 +38,24 @@ function checkEnum(field: string, v: unknown, allowed: string[]): void {
   if (!allowed.includes(v)) throw new MongoError(2, `Enumeration value '${v}' for field 'create.${field}' is not a valid value.`, 'BadValue');
 }
 
-function findBanned(filter: Doc): string | undefined {
+/**
+ * An operator the validator may not use; with `plaintextLogged` (validationAction 'warn' or level
+ * 'moderate', which can leave unencrypted values in the log or the collection), encryption keywords too.
+ */
+function findBanned(filter: Doc, plaintextLogged: boolean): MongoError | undefined {
   for (const [key, cond] of Object.entries(filter)) {
-    if (BANNED[key]) return BANNED[key];
+    if (BANNED[key]) return new MongoError(2, BANNED[key], 'BadValue');
+    if (key === '$jsonSchema' && plaintextLogged && isPlainObject(cond) && usesEncryption(cond)) {
+      return new MongoError(224, 'Encryption-related validator keywords are not allowed in this context', 'QueryFeatureNotAllowed');
+    }
     if ((key === '$and' || key === '$or' || key === '$nor') && Array.isArray(cond)) {
       for (const sub of cond) {
-        const found = isPlainObject(sub) ? findBanned(sub) : undefined;
+        const found = isPlainObject(sub) ? findBanned(sub, plaintextLogged) : undefined;
         if (found) return found;
       }
     } else if (!key.startsWith('$') && isPlainObject(cond)) {
       const op = Object.keys(cond).find((k) => BANNED[k]);
-      if (op) return BANNED[op];
+      if (op) return new MongoError(2, BANNED[op], 'BadValue');
     }
   }
   return undefined;
@@ -66,8 +73,8 @@ export function parseValidator(options: Doc): CollectionValidator | undefined {
   if (validator === undefined || Object.keys(validator).length === 0) return undefined;
   let matches: Predicate;
   try {
-    const banned = findBanned(validator);
-    if (banned) throw new MongoError(2, banned, 'BadValue');
+    const banned = findBanned(validator, validationAction === 'warn' || validationLevel === 'moderate');
+    if (banned) throw banned;
     matches = compileFilter(validator);
   } catch (e) {
     if (!(e instanceof MongoError)) throw e;
