@@ -491,7 +491,7 @@ function changeTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
   let leading = 0;
   while (leading < stages.length && isPlainObject(stages[leading]) && Object.keys(stages[leading]).length === 1 && isPlainObject(stages[leading].$match)) leading++;
   const matches = stages.slice(0, leading).map((stage) => compileFilter(stage.$match as Doc));
-  const agg = leading < stages.length ? new Aggregator(stages.slice(leading), {}) : undefined;
+  const agg = leading < stages.length ? new Aggregator(stages.slice(leading), MINGO_OPTIONS) : undefined;
   return (events) => {
     const kept = matches.length === 0 ? events : events.filter((e) => matches.every((m) => m(e)));
     return agg && kept.length > 0 ? (agg.run(kept) as Doc[]) : kept;
@@ -701,7 +701,7 @@ const listCollections: Handler = (engine, cmd, ctx) => {
     idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
   }));
   if (cmd.filter && Object.keys(cmd.filter).length > 0) {
-    const pred = new Aggregator([{ $match: cmd.filter }], {});
+    const pred = new Aggregator([{ $match: cmd.filter }], MINGO_OPTIONS);
     docs = pred.run(docs) as Doc[];
   }
   if (cmd.nameOnly) docs = docs.map((d) => ({ name: d.name, type: d.type }));

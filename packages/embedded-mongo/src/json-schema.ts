@@ -101,7 +101,7 @@ function nonNegativeInteger(keyword: string, x: unknown): number {
   return n;
 }
 
-function parseTypes(keyword: 'type' | 'bsonType', x: unknown): { names: Set<string>; numbers: boolean } {
+function parseTypes(keyword: 'type' | 'bsonType', x: unknown): Set<string> {
   if (typeof x !== 'string' && !Array.isArray(x)) {
     throw typeMismatch(`$jsonSchema keyword '${keyword}' must be either a string or an array of strings`);
   }
@@ -123,7 +123,7 @@ function parseTypes(keyword: 'type' | 'bsonType', x: unknown): { names: Set<stri
   }
   if (names.size === 0 && !numbers) throw failedToParse(`$jsonSchema keyword '${keyword}' must name at least one type`);
   if (numbers) for (const n of NUMERIC) names.add(n);
-  return { names, numbers };
+  return names;
 }
 
 /** A rule that applies only to values of one kind (JSON Schema: other types and missing fields pass). */
@@ -131,7 +131,7 @@ function restricted(applies: (v: unknown) => boolean, holds: (v: any) => boolean
   return { test: (v) => !applies(v) || holds(v), explain };
 }
 
-function comparisonDetail(operatorName: string, specifiedAs: Doc, reason: string) {
+function comparisonDetail(operatorName: string, specifiedAs: Doc, reason: string): (v: unknown) => Doc {
   return (v: unknown): Doc => ({ operatorName, specifiedAs, reason, consideredValue: v });
 }
 
@@ -203,7 +203,7 @@ export function compileSchema(schema: Doc): CompiledSchema {
   const rules: Rule[] = [];
   const typeKeyword = s.type !== undefined ? 'type' : s.bsonType !== undefined ? 'bsonType' : undefined;
   if (typeKeyword) {
-    const { names } = parseTypes(typeKeyword, s[typeKeyword]);
+    const names = parseTypes(typeKeyword, s[typeKeyword]);
     rules.push({
       test: (v) => names.has(bsonTypeName(v)),
       explain: (v) => ({ operatorName: typeKeyword, specifiedAs: { [typeKeyword]: s[typeKeyword] }, reason: 'type did not match', consideredValue: v, consideredType: bsonTypeName(v) }),

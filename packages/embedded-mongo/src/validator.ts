@@ -6,7 +6,7 @@ import { EJSON } from 'bson';
 import { isPlainObject, type Doc } from './bson-order.js';
 import type { Collection } from './collection.js';
 import { MongoError } from './errors.js';
-import { compileJsonSchema, usesEncryption } from './json-schema.js';
+import { bsonTypeName, compileJsonSchema, usesEncryption } from './json-schema.js';
 import { compileFilter, getPath, type Predicate } from './matcher.js';
 
 type CollectionValidator = {
@@ -28,8 +28,7 @@ const BANNED: Record<string, string> = {
 };
 
 function wrongType(field: string, v: unknown, expected: string): MongoError {
-  const actual = Array.isArray(v) ? 'array' : v === null ? 'null' : typeof v === 'number' ? 'int' : typeof v === 'boolean' ? 'bool' : typeof v;
-  return new MongoError(14, `BSON field 'create.${field}' is the wrong type '${actual}', expected type '${expected}'`, 'TypeMismatch');
+  return new MongoError(14, `BSON field 'create.${field}' is the wrong type '${bsonTypeName(v)}', expected type '${expected}'`, 'TypeMismatch');
 }
 
 function checkEnum(field: string, v: unknown, allowed: string[]): void {
