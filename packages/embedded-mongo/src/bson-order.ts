@@ -1,6 +1,6 @@
 // BSON comparison order (https://www.mongodb.com/docs/manual/reference/bson-type-comparison-order/),
 // used by indexes, sorts and the fast-path matcher. Numbers of every width compare by value.
-import { BSON, Double, Long, type DeserializeOptions, type ObjectId } from 'bson';
+import { BSON, Double, Long, type DBRef, type DeserializeOptions, type ObjectId } from 'bson';
 
 export type Doc = Record<string, any>;
 
@@ -62,7 +62,8 @@ export function isInt32(n: number): boolean {
  * Decodes a BSON document keeping every number's type as stored: an Int32 becomes a JS number, a Long
  * stays a Long (bson would make it a number, written back as Int32), and a Double becomes a JS number
  * unless its value is integral within the Int32 range, which bson would write back as Int32: such a
- * Double stays a Double.
+ * Double stays a Double. A DBRef stays the document it is on the wire ({$ref, $id, $db, ...}), so
+ * queries reach its fields by name as on mongod (`refs.$id`, `{$elemMatch: {$id: x}}`).
  */
 export function decodeBson(bytes: Uint8Array, options: DeserializeOptions = {}): Doc {
   return restoreNumbers(BSON.deserialize(bytes, { ...options, promoteValues: false }));
@@ -85,9 +86,33 @@ function restoreNumbers(v: any): any {
       return isInt32(v.value) ? v : v.value;
     case 'BSONSymbol':
       return v.value;
+    case 'DBRef':
+      return restoreNumbers(dbrefDocument(v));
     default:
       return v;
   }
+}
+
+/** The fields of a DBRef in their stored order: $ref, $id, $db, then any others. */
+function dbrefDocument(ref: DBRef): Doc {
+  const out: Doc = { $ref: ref.collection, $id: ref.oid };
+  if (ref.db) out.$db = ref.db;
+  for (const k of Object.keys(ref.fields)) setField(out, k, ref.fields[k]);
+  return out;
+}
+
+/**
+ * `obj[key] = value` that stores a `__proto__` key as an ordinary field: plain assignment would call
+ * the prototype setter instead, losing the field and changing the object's prototype.
+ */
+export function setField(obj: Doc, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
+  else obj[key] = value;
+}
+
+/** The own field `key` of a document; never a property inherited from Object.prototype. */
+export function getField(obj: any, key: string): any {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 }
 
 /** The BSON type a number is stored as: a JS number is an Int32 when integral and in range, else a Double. */
@@ -156,6 +181,11 @@ function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length < 0 ? -1 : a.length > b.length ? 1 : 0;
 }
 
+/** The bytes a Binary holds (its buffer may be allocated beyond them). */
+export function binaryBytes(b: { buffer: Uint8Array; position?: number }): Uint8Array {
+  return b.position === undefined || b.position === b.buffer.length ? b.buffer : b.buffer.subarray(0, b.position);
+}
+
 /** bson 7 keeps an ObjectId as four 24-bit integers (i0..i3); comparing them avoids building buffers. */
 function compareObjectIds(a: any, b: any): number {
   if (typeof a.i0 === 'number' && typeof b.i0 === 'number') {
@@ -210,9 +240,14 @@ export function compareValues(a: any, b: any): number {
       }
       return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;
     }
-    case 7:
+    case 7: {
+      // BinData orders by length, then subtype, then bytes.
+      const x = binaryBytes(a);
+      const y = binaryBytes(b);
+      if (x.length !== y.length) return x.length < y.length ? -1 : 1;
       if (a.sub_type !== b.sub_type) return a.sub_type < b.sub_type ? -1 : 1;
-      return compareBytes(a.buffer, b.buffer);
+      return compareBytes(x, y);
+    }
     case 8:
       return compareObjectIds(a, b);
     case 9:
@@ -257,7 +292,7 @@ export function canonicalKey(v: any): string {
     case 6:
       return '[' + (v as any[]).map(canonicalKey).join(',') + ']';
     case 7:
-      return 'B' + v.sub_type + ':' + Buffer.from(v.buffer).toString('base64');
+      return 'B' + v.sub_type + ':' + Buffer.from(binaryBytes(v)).toString('base64');
     case 8:
       return 'o' + (v as ObjectId).toHexString();
     case 9:
@@ -280,7 +315,7 @@ export function deepCopy<T>(v: T): T {
   if (v instanceof Date) return new Date(v.getTime()) as T;
   if ((v as any)._bsontype !== undefined || v instanceof RegExp || ArrayBuffer.isView(v)) return v;
   const out: Doc = {};
-  for (const k of Object.keys(v)) out[k] = deepCopy((v as Doc)[k]);
+  for (const k of Object.keys(v)) setField(out, k, deepCopy((v as Doc)[k]));
   return out as T;
 }
 

@@ -593,6 +593,55 @@ export class Collection {
     return out;
   }
 
+  /**
+   * The index a hint names, by name or key pattern; `$natural` (1 or -1) stands for insertion order.
+   * BadValue as mongod answers when no index matches.
+   */
+  hintedIndex(hint: unknown): Index | 1 | -1 {
+    if (isPlainObject(hint) && Object.keys(hint).length === 1 && '$natural' in hint) return Number(hint.$natural) < 0 ? -1 : 1;
+    const found =
+      typeof hint === 'string'
+        ? this.indexes.find((i) => i.spec.name === hint)
+        : isPlainObject(hint)
+          ? this.indexes.find((i) => canonicalKey(i.spec.key) === canonicalKey(hint))
+          : undefined;
+    if (!found) {
+      throw new MongoError(2, 'error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index', 'BadValue');
+    }
+    return found;
+  }
+
+  /**
+   * Documents matching `filter` in the hinted index's order (insertion order for $natural), then in
+   * `sort` order when one is given. A hinted sparse or partial index yields only the documents it holds, as on mongod.
+   */
+  queryHinted(filter: Doc | undefined, hint: unknown, opts: { sort?: SortSpec; limit?: number; skip?: number } = {}): Array<[number, Doc]> {
+    const target = this.hintedIndex(hint);
+    const pred = compileFilter(filter);
+    let rids: number[];
+    if (target === 1 || target === -1) {
+      rids = [...this.docs.keys()];
+      if (target === -1) rids.reverse();
+    } else {
+      const seen = new Set<number>();
+      rids = [];
+      for (const e of target.tree.scanFrom(undefined)) {
+        if (!seen.has(e.rid)) {
+          seen.add(e.rid);
+          rids.push(e.rid);
+        }
+      }
+    }
+    const rows: Array<[number, Doc]> = [];
+    for (const rid of rids) {
+      const doc = this.docs.get(rid);
+      if (doc !== undefined && pred(doc)) rows.push([rid, doc]);
+    }
+    this.sortRows(rows, opts.sort ?? []);
+    const skip = opts.skip ?? 0;
+    return opts.limit && opts.limit > 0 ? rows.slice(skip, skip + opts.limit) : rows.slice(skip);
+  }
+
   private sortRows(rows: Array<[number, Doc]>, sort: SortSpec): void {
     if (sort.length === 0) return;
     const cmp = docComparator(sort);

@@ -2,11 +2,11 @@
 // mongod's shapes (writeErrors inside write replies, lastErrorObject in findAndModify, Long cursor ids).
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
-import { canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from './bson-order.js';
+import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
-import { compileFilter, MINGO_OPTIONS, pathValues } from './matcher.js';
+import { compileFilter, MINGO_OPTIONS, pathValues, refuseJavaScript } from './matcher.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
 import { parseValidator, validateWrite } from './validator.js';
@@ -76,11 +76,25 @@ function checkSize(doc: Doc, by: 'insert' | 'update'): void {
   throw new MongoError(17419, `Resulting document after update is larger than ${MAX_BSON_SIZE}`, 'Location17419');
 }
 
+/**
+ * What mongod (5.0+) checks in a document it inserts: `$`-prefixed field names are stored like any other
+ * (https://www.mongodb.com/docs/manual/core/dot-dollar-considerations/), except inside _id.
+ */
 function checkFieldNames(doc: Doc): void {
-  for (const k of Object.keys(doc)) {
-    if (k.startsWith('$')) throw new MongoError(2, `Document can't have $ prefixed field names: ${k}`, 'BadValue');
-  }
   if (Array.isArray(doc._id)) throw new MongoError(2, "can't use an array for _id", 'BadValue');
+  const dollar = isPlainObject(doc._id) ? dollarField(doc._id) : undefined;
+  if (dollar !== undefined) {
+    throw new MongoError(52, `_id fields may not contain '$'-prefixed fields: ${dollar} is not valid for storage.`, 'DollarPrefixedFieldName');
+  }
+}
+
+function dollarField(v: Doc): string | undefined {
+  for (const [k, x] of Object.entries(v)) {
+    if (k.startsWith('$')) return k;
+    const inner = isPlainObject(x) ? dollarField(x) : undefined;
+    if (inner !== undefined) return inner;
+  }
+  return undefined;
 }
 
 /** Builds the document an upsert inserts. */
@@ -160,11 +174,12 @@ const insert: Handler = (engine, cmd, ctx) => {
   return writeErrors.length > 0 ? { n, writeErrors, ok: 1 } : { n, ok: 1 };
 };
 
-function findRows(coll: Collection | undefined, filter: Doc | undefined, sort: Doc | undefined, limit: number | undefined, skip?: number): Array<[number, Doc]> {
+function findRows(coll: Collection | undefined, filter: Doc | undefined, sort: Doc | undefined, limit: number | undefined, skip?: number, hint?: unknown): Array<[number, Doc]> {
   if (!coll) {
     compileFilter(filter); // refuses unknown operators, as mongod does on a missing collection too
     return [];
   }
+  if (hint !== undefined) return coll.queryHinted(filter, hint, { sort: parseSort(sort), limit, skip });
   return coll.query(filter, { sort: parseSort(sort), limit, skip });
 }
 
@@ -179,7 +194,7 @@ const find: Handler = (engine, cmd, ctx) => {
   }
   const skip = Number(cmd.skip ?? 0);
   if (skip < 0) throw new MongoError(51024, 'BSON field \'skip\' value must be >= 0', 'Location51024');
-  const rows = findRows(coll, cmd.filter, cmd.sort, limit || undefined, skip);
+  const rows = findRows(coll, cmd.filter, cmd.sort, limit || undefined, skip, cmd.hint);
   const project = compileProjection(cmd.projection, cmd.filter);
   const docs = rows.map(([, d]) => (project ? project(d) : d));
   let batchSize = cmd.batchSize === undefined ? DEFAULT_BATCH : Number(cmd.batchSize);
@@ -258,7 +273,7 @@ const update: Handler = (engine, cmd, ctx) => {
         throw new MongoError(9, 'multi update is not supported for replacement-style update', 'FailedToParse');
       }
       const coll = engine.getCollection(ctx.db, name);
-      const rows = findRows(coll, filter, spec.sort, multi ? undefined : 1);
+      const rows = findRows(coll, filter, spec.sort, multi ? undefined : 1, undefined, spec.hint);
       if (rows.length === 0) {
         if (spec.upsert) {
           const target = engine.ensureCollection(ctx.db, name);
@@ -304,7 +319,7 @@ const del: Handler = (engine, cmd, ctx) => {
   for (let i = 0; i < deletes.length; i++) {
     try {
       const spec = deletes[i];
-      const rows = findRows(coll, spec.q ?? {}, undefined, Number(spec.limit ?? 0) === 1 ? 1 : undefined);
+      const rows = findRows(coll, spec.q ?? {}, undefined, Number(spec.limit ?? 0) === 1 ? 1 : undefined, undefined, spec.hint);
       for (const [rid] of rows) {
         engine.remove(coll!, rid);
         n++;
@@ -326,7 +341,7 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   const filter = (cmd.query ?? {}) as Doc;
   const project = compileProjection(cmd.fields, filter);
   const coll = engine.getCollection(ctx.db, name);
-  const [row] = findRows(coll, filter, cmd.sort, 1);
+  const [row] = findRows(coll, filter, cmd.sort, 1, undefined, cmd.hint);
   if (cmd.remove) {
     if (cmd.update !== undefined) throw new MongoError(9, 'Cannot specify both an update and remove=true', 'FailedToParse');
     if (!row) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
@@ -369,6 +384,7 @@ const count: Handler = (engine, cmd, ctx) => {
     compileFilter(cmd.query as Doc | undefined);
     return { n: 0, ok: 1 };
   }
+  if (cmd.hint !== undefined) coll.hintedIndex(cmd.hint);
   return { n: countMatches(coll, cmd.query as Doc | undefined, Number(cmd.skip ?? 0), Math.abs(Number(cmd.limit ?? 0))), ok: 1 };
 };
 
@@ -377,7 +393,7 @@ const distinct: Handler = (engine, cmd, ctx) => {
   const key = String(cmd.key);
   const seen = new Set<string>();
   const values: unknown[] = [];
-  for (const [, doc] of findRows(coll, cmd.query, undefined, undefined)) {
+  for (const [, doc] of findRows(coll, cmd.query, undefined, undefined, undefined, cmd.hint)) {
     for (const v of pathValues(doc, key.split('.'))) {
       for (const x of Array.isArray(v) ? v : [v]) {
         if (x === undefined) continue;
@@ -498,6 +514,36 @@ function changeTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
   };
 }
 
+// The stages this server runs (through mingo, or itself where they read or write its collections).
+// Any other is refused as mongod refuses a stage it does not know, instead of being dropped or run on
+// a copy ($merge would write into a copy of the target that nobody sees).
+const SUPPORTED_STAGES = new Set([
+  '$addFields', '$bucket', '$bucketAuto', '$changeStream', '$count', '$currentOp', '$densify', '$documents', '$facet', '$fill',
+  '$graphLookup', '$group', '$limit', '$listLocalSessions', '$lookup', '$match', '$out', '$project', '$redact', '$replaceRoot',
+  '$replaceWith', '$sample', '$set', '$setWindowFields', '$skip', '$sort', '$sortByCount', '$unionWith', '$unset', '$unwind',
+]);
+
+/** Refuses, before anything runs, a pipeline mongod would refuse or this server would answer wrongly. */
+function checkPipeline(pipeline: unknown[]): void {
+  pipeline.forEach((stage, i) => {
+    if (!isPlainObject(stage) || Object.keys(stage).length !== 1) {
+      throw new MongoError(40323, 'A pipeline stage specification object must contain exactly one field.', 'Location40323');
+    }
+    const [name] = Object.keys(stage);
+    const spec = stage[name];
+    if (name === '$geoNear') {
+      // Geospatial indexes are refused (createIndexes), so mongod's answer is that none exists.
+      throw new MongoError(27, '$geoNear requires a 2d or 2dsphere index, but none were found', 'IndexNotFound');
+    }
+    if (!SUPPORTED_STAGES.has(name)) throw new MongoError(40324, `Unrecognized pipeline stage name: '${name}'`, 'Location40324');
+    if (name === '$out' && i !== pipeline.length - 1) throw new MongoError(40601, '$out can only be the final stage in the pipeline', 'Location40601');
+    if (name === '$match' && isPlainObject(spec)) compileFilter(spec);
+    if (name === '$facet' && isPlainObject(spec)) for (const sub of Object.values(spec)) if (Array.isArray(sub)) checkPipeline(sub);
+    if ((name === '$lookup' || name === '$unionWith') && isPlainObject(spec) && Array.isArray(spec.pipeline)) checkPipeline(spec.pipeline);
+    refuseJavaScript(spec);
+  });
+}
+
 function isCountGroup(stage: Doc): boolean {
   const group = stage.$group;
   if (!isPlainObject(group)) return false;
@@ -516,6 +562,7 @@ const aggregate: Handler = (engine, cmd, ctx) => {
   if (cmd.cursor === undefined && !cmd.explain) {
     throw new MongoError(9, "The 'cursor' option is required, except for aggregate with the explain argument", 'FailedToParse');
   }
+  checkPipeline(pipeline);
   const first = pipeline[0];
   if (first && isPlainObject(first) && '$changeStream' in first) {
     return openChangeStream(engine, cmd, ctx, first.$changeStream as Doc, pipeline.slice(1));
@@ -535,6 +582,7 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     }
   } else {
     const coll = engine.getCollection(ctx.db, name);
+    if (coll && cmd.hint !== undefined) coll.hintedIndex(cmd.hint);
     // Push a leading $match (and a following $sort/$limit) down to the planner so indexes serve it.
     let filter: Doc | undefined;
     let sort: Doc | undefined;
@@ -593,10 +641,44 @@ const aggregate: Handler = (engine, cmd, ctx) => {
 
 // ---- namespaces and indexes ----
 
+/** mongod's rendering of a document in its messages: `{ key: { a: "text" }, name: "a_text" }`. */
+function bsonText(v: unknown): string {
+  if (Array.isArray(v)) return `[ ${v.map(bsonText).join(', ')} ]`;
+  if (isPlainObject(v)) {
+    const fields = Object.entries(v).map(([k, x]) => `${k}: ${bsonText(x)}`);
+    return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
+  }
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+}
+
+/**
+ * Why mongod would refuse this key pattern, or why this server does: it builds ascending and
+ * descending indexes only, so every special index type (text, 2d, 2dsphere, hashed, wildcard,
+ * columnstore) gets mongod's answer for an index plugin it does not have.
+ */
+function keyPatternProblem(key: Doc): string | undefined {
+  for (const [field, d] of Object.entries(key)) {
+    if (field === '$**' || field.endsWith('.$**')) return "Unknown index plugin 'wildcard'";
+    if (typeof d === 'string') return d === 'geoHaystack' ? 'GeoHaystack indexes cannot be created in version 5.0 and above' : `Unknown index plugin '${d}'`;
+    if (typeRank(d) !== 3) {
+      return `Values in v:2 index key pattern cannot be of type ${Array.isArray(d) ? 'array' : typeof d === 'boolean' ? 'bool' : 'object'}. Only numbers > 0, numbers < 0, and strings are allowed.`;
+    }
+    const n = toNumber(d);
+    if (Number.isNaN(n)) return 'Values in the index key pattern cannot be NaN.';
+    if (n === 0) return 'Values in the index key pattern cannot be 0.';
+    if (field.split('.').some((part, i) => part.startsWith('$') && !(i > 0 && (part === '$id' || part === '$ref' || part === '$db')))) {
+      return "Index key contains an illegal field name: field name starts with '$'.";
+    }
+  }
+  return undefined;
+}
+
 function normaliseIndexSpec(raw: Doc): IndexSpec {
   if (!isPlainObject(raw.key) || Object.keys(raw.key).length === 0) {
     throw new MongoError(67, 'Index keys cannot be empty.', 'CannotCreateIndex');
   }
+  const problem = keyPatternProblem(raw.key);
+  if (problem) throw new MongoError(67, `Error in specification ${bsonText(raw)} :: caused by :: ${problem}`, 'CannotCreateIndex');
   const spec: IndexSpec = { v: 2, key: raw.key, name: typeof raw.name === 'string' ? raw.name : indexNameFor(raw.key) };
   for (const [k, v] of Object.entries(raw)) {
     if (k === 'key' || k === 'name' || k === 'v' || k === 'background') continue;
@@ -672,10 +754,16 @@ const dropIndexes: Handler = (engine, cmd, ctx) => {
   return { nIndexesWas: was, ok: 1 };
 };
 
+// Kinds of collection this server does not implement (time series, clustered, views, queryable
+// encryption): refused with mongod's answer to an option it does not know, not created as a plain collection.
+const UNSUPPORTED_CREATE_OPTIONS = ['timeseries', 'clusteredIndex', 'expireAfterSeconds', 'viewOn', 'pipeline', 'encryptedFields'];
+
 const create: Handler = (engine, cmd, ctx) => {
   const name = collName(cmd, 'create');
   if (engine.getCollection(ctx.db, name)) throw new MongoError(48, `Collection ${ctx.db}.${name} already exists.`, 'NamespaceExists');
   if (cmd.capped && cmd.size === undefined) throw new MongoError(72, "the 'size' field is required when 'capped' is true", 'InvalidOptions');
+  const unsupported = UNSUPPORTED_CREATE_OPTIONS.find((option) => cmd[option] !== undefined);
+  if (unsupported) throw new MongoError(40415, `BSON field 'create.${unsupported}' is an unknown field.`, 'Location40415');
   const { create: _c, $db: _d, lsid: _l, $clusterTime: _t, writeConcern: _w, ...opts } = cmd;
   parseValidator(opts);
   engine.ensureCollection(ctx.db, name, opts);

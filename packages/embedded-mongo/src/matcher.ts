@@ -1,8 +1,11 @@
-// Filter evaluation. Common filters (equality, comparisons, $in/$nin, $exists, $and/$or/$nor) are
-// compiled into small closures because building a mingo Query costs tens of microseconds per call;
-// everything else ($regex, $elemMatch, $expr, ...) is delegated to mingo, which owns the query language.
+// Filter evaluation. Common filters (equality, comparisons, $in/$nin, $exists, $all, $elemMatch,
+// the bit tests, $and/$or/$nor) are compiled into small closures because building a mingo Query costs
+// tens of microseconds per call; the rest ($regex, $mod, $expr, ...) is delegated to mingo, which owns
+// the query language. What the server does not implement (geospatial and text search, server-side
+// JavaScript) is refused with the error mongod gives when it cannot serve them.
+import { Long, type Binary } from 'bson';
 import { Query } from 'mingo';
-import { compareValues, isPlainObject, numberType, typeRank, type Doc } from './bson-order.js';
+import { binaryBytes, compareValues, getField, isPlainObject, numberType, typeRank, type Doc } from './bson-order.js';
 import { MongoError } from './errors.js';
 import { compileJsonSchema } from './json-schema.js';
 
@@ -32,7 +35,7 @@ export function pathValues(doc: any, parts: string[], i = 0, out: any[] = []): a
     return out;
   }
   if (doc !== null && typeof doc === 'object' && isPlainObject(doc)) {
-    return pathValues(doc[parts[i]], parts, i + 1, out);
+    return pathValues(getField(doc, parts[i]), parts, i + 1, out);
   }
   out.push(undefined);
   return out;
@@ -40,13 +43,27 @@ export function pathValues(doc: any, parts: string[], i = 0, out: any[] = []): a
 
 /** A plain value at a dotted path without array expansion (used by sorts and projections). */
 export function getPath(doc: any, path: string): any {
-  if (!path.includes('.')) return doc?.[path];
   let cur = doc;
-  for (const p of path.split('.')) {
+  for (const p of path.includes('.') ? path.split('.') : [path]) {
     if (cur === null || typeof cur !== 'object') return undefined;
-    cur = cur[p];
+    cur = getField(cur, p);
   }
   return cur;
+}
+
+const DBREF_FIELDS = new Set(['$ref', '$id', '$db']);
+
+/** mongod's test for a DBRef document in a query: it holds $ref and $id (any of the three when `incomplete`). */
+function isDBRef(o: Doc, incomplete: boolean): boolean {
+  const keys = Object.keys(o);
+  return incomplete ? keys.some((k) => DBREF_FIELDS.has(k)) : keys.includes('$ref') && keys.includes('$id');
+}
+
+/** Whether a condition is a document of operators ({$gt: 1}) rather than a value to compare with. */
+function isOperatorObject(cond: unknown): cond is Doc {
+  if (!isPlainObject(cond)) return false;
+  const keys = Object.keys(cond);
+  return keys.length > 0 && keys[0].startsWith('$') && !isDBRef(cond, false);
 }
 
 function isSimpleValue(v: unknown): boolean {
@@ -54,8 +71,8 @@ function isSimpleValue(v: unknown): boolean {
   const r = typeRank(v);
   if (r === 12) return false;
   if (r === 5) {
-    // An embedded document compared by whole value: only when no key is an operator.
-    return Object.keys(v as Doc).every((k) => !k.startsWith('$') && isSimpleValue((v as Doc)[k]));
+    // An embedded document compared by whole value: only when no key is an operator (a DBRef's are fields).
+    return Object.keys(v as Doc).every((k) => (!k.startsWith('$') || DBREF_FIELDS.has(k)) && isSimpleValue((v as Doc)[k]));
   }
   if (r === 6) return (v as any[]).every(isSimpleValue);
   return true;
@@ -102,7 +119,7 @@ const LT = (c: number): boolean => c < 0;
 const LTE = (c: number): boolean => c <= 0;
 
 function fieldValues(doc: Doc, path: string, parts: string[]): any[] {
-  return parts.length === 1 ? [doc[path]] : pathValues(doc, parts);
+  return parts.length === 1 ? [getField(doc, path)] : pathValues(doc, parts);
 }
 
 function inMatch(values: any[], list: any[]): boolean {
@@ -168,12 +185,13 @@ function typeMatch(values: any[], codes: Set<number>): boolean {
 }
 
 // The query operators left to mingo. Any other is refused as mongod refuses it, before any document is
-// read, so a misspelt operator fails on an empty collection too instead of matching nothing.
-const MINGO_FIELD_OPERATORS = new Set([
-  '$regex', '$options', '$elemMatch', '$size', '$all', '$mod', '$bitsAllSet', '$bitsAllClear', '$bitsAnySet', '$bitsAnyClear',
-  '$geoWithin', '$geoIntersects', '$near', '$nearSphere', '$maxDistance', '$minDistance', '$within',
-]);
-const MINGO_TOP_LEVEL_OPERATORS = new Set(['$expr', '$where', '$comment', '$text', '$alwaysTrue', '$alwaysFalse']);
+// read, so a misspelt operator fails on an empty collection too instead of matching nothing. The
+// geospatial operators that need no index ($geoWithin, $geoIntersects, $within) are not implemented,
+// so they get that refusal too rather than a wrong answer.
+const MINGO_FIELD_OPERATORS = new Set(['$regex', '$options', '$size', '$mod']);
+const MINGO_TOP_LEVEL_OPERATORS = new Set(['$expr', '$comment', '$alwaysTrue', '$alwaysFalse']);
+/** Top-level operators that apply to the whole document; any other `$` key leads a value $elemMatch. */
+const PATHLESS_OPERATORS = new Set(['$and', '$or', '$nor', '$where', '$text', '$comment', '$expr', '$jsonSchema', '$alwaysTrue', '$alwaysFalse', '$sampleRate']);
 
 /** mingo's options: its $jsonSchema (inside $elemMatch, or a later $match stage) uses json-schema.ts. */
 export const MINGO_OPTIONS = {
@@ -182,6 +200,25 @@ export const MINGO_OPTIONS = {
     return (doc) => compiled.test(doc);
   },
 };
+
+/** mongod's planner error for $near/$nearSphere without a geospatial index, which this server never has. */
+const noGeoIndex = (): MongoError =>
+  new MongoError(291, 'error processing query: planner returned error :: caused by :: unable to find index for $geoNear query', 'NoQueryExecutionPlans');
+
+/** Refuses $function and $accumulator anywhere in an expression, as a mongod without a JavaScript engine does. */
+export function refuseJavaScript(expr: unknown): void {
+  if (Array.isArray(expr)) {
+    for (const x of expr) refuseJavaScript(x);
+    return;
+  }
+  if (!isPlainObject(expr)) return;
+  for (const [k, v] of Object.entries(expr)) {
+    if (k === '$function' || k === '$accumulator') {
+      throw new MongoError(31264, 'Cannot run server-side javascript without the javascript engine enabled', 'Location31264');
+    }
+    if (k !== '$literal') refuseJavaScript(v);
+  }
+}
 
 /** mingo's evaluation of one condition the closures below do not cover. */
 function mingoPredicate(filter: Doc): Predicate {
@@ -195,15 +232,109 @@ function all(preds: Predicate[]): Predicate {
   return (doc) => preds.every((p) => p(doc));
 }
 
+/** `{$all: [a, b]}`: the field matches each of the values (or $elemMatch conditions); an empty list matches nothing. */
+function compileAll(path: string, list: unknown): Predicate {
+  if (!Array.isArray(list)) throw new MongoError(2, '$all needs an array', 'BadValue');
+  if (list.length === 0) return () => false;
+  return all(list.map((v) => compileField(path, isPlainObject(v) && !('$elemMatch' in v) ? { $eq: v } : v)));
+}
+
+/**
+ * `{$elemMatch: q}` matches an array holding an element q matches. Led by an operator, q tests each
+ * element's value ({$gte: 80}); otherwise it is a query on each element document, where $ref, $id and
+ * $db name DBRef fields.
+ */
+function compileElemMatch(path: string, parts: string[], q: unknown): Predicate {
+  const test = compileElementMatch(q);
+  return (doc) => fieldValues(doc, path, parts).some((v) => Array.isArray(v) && v.some(test));
+}
+
+/** The test an `$elemMatch: q` applies to each array element (also used by the $elemMatch projection). */
+export function compileElementMatch(q: unknown): (element: unknown) => boolean {
+  if (!isPlainObject(q)) throw new MongoError(2, '$elemMatch needs an Object', 'BadValue');
+  const first = Object.keys(q)[0];
+  if (first?.startsWith('$') && !isDBRef(q, true) && !PATHLESS_OPERATORS.has(first)) {
+    const pred = compileField('e', q);
+    return (element) => pred({ e: element });
+  }
+  const pred = compileParts(q);
+  return (element) => (isPlainObject(element) || Array.isArray(element)) && pred(element as Doc);
+}
+
+type BitTest = '$bitsAllSet' | '$bitsAnySet' | '$bitsAllClear' | '$bitsAnyClear';
+
+/** The bit positions a $bits* operand names: a list of positions, a non-negative integer, or BinData. */
+function bitPositions(path: string, op: BitTest, x: any): number[] {
+  if (Array.isArray(x)) {
+    for (const p of x) {
+      if (typeof p !== 'number' || !Number.isInteger(p)) throw new MongoError(2, `bit positions must be an integer but got: ${op}: ${JSON.stringify(x)}`, 'BadValue');
+      if (p < 0) throw new MongoError(2, `bit positions must be >= 0 but got: ${op}: ${JSON.stringify(x)}`, 'BadValue');
+    }
+    return x;
+  }
+  if (x?._bsontype === 'Binary') {
+    const bytes = binaryBytes(x as Binary);
+    const out: number[] = [];
+    for (let i = 0; i < bytes.length * 8; i++) if ((bytes[i >> 3] >> (i & 7)) & 1) out.push(i);
+    return out;
+  }
+  if (numberType(x)) {
+    const n = int64(x);
+    if (n === undefined) throw new MongoError(9, `Expected an integer: ${op}: ${String(x)}`, 'FailedToParse');
+    if (n < 0n) throw new MongoError(9, `Expected a non-negative number in: ${op}: ${String(x)}`, 'FailedToParse');
+    const out: number[] = [];
+    for (let i = 0; i < 64; i++) if ((n >> BigInt(i)) & 1n) out.push(i);
+    return out;
+  }
+  throw new MongoError(2, `${path} takes an Array, a number, or a BinData but received: ${op}: ${String(x)}`, 'BadValue');
+}
+
+/** A number's value as a 64-bit integer; undefined when it is fractional or out of range. */
+function int64(v: any): bigint | undefined {
+  if (v?._bsontype === 'Long') return (v as Long).toBigInt();
+  const text = v?._bsontype === 'Decimal128' ? String(v) : undefined;
+  if (text !== undefined) {
+    if (!/^-?\d+$/.test(text)) return undefined;
+    const n = BigInt(text);
+    return n >= -(2n ** 63n) && n < 2n ** 63n ? n : undefined;
+  }
+  const n = typeof v === 'number' ? v : Number(v?.value);
+  return Number.isInteger(n) && n >= -(2 ** 63) && n < 2 ** 63 ? BigInt(n) : undefined;
+}
+
+/** Whether bit `i` of a stored value is set: integers in two's complement, BinData little-endian by byte. */
+function bitReader(v: any): ((i: number) => boolean) | undefined {
+  if (v?._bsontype === 'Binary') {
+    const bytes = binaryBytes(v as Binary);
+    return (i) => i >> 3 < bytes.length && ((bytes[i >> 3] >> (i & 7)) & 1) === 1;
+  }
+  const n = numberType(v) ? int64(v) : undefined;
+  if (n === undefined) return undefined;
+  return (i) => ((n >> BigInt(i)) & 1n) === 1n;
+}
+
+/** The $bits* operators on numbers and BinData; other types (and fractional numbers) never match. */
+function compileBits(path: string, parts: string[], op: BitTest, x: unknown): Predicate {
+  const positions = bitPositions(path, op, x);
+  const want = op === '$bitsAllSet' || op === '$bitsAnySet';
+  const every = op === '$bitsAllSet' || op === '$bitsAllClear';
+  const test = (v: unknown): boolean => {
+    const bit = bitReader(v);
+    if (!bit) return false;
+    return every ? positions.every((i) => bit(i) === want) : positions.some((i) => bit(i) === want);
+  };
+  return (doc) => fieldValues(doc, path, parts).some((v) => test(v) || (Array.isArray(v) && v.some(test)));
+}
+
 function compileField(path: string, cond: any): Predicate {
   const parts = path.split('.');
-  const isOperatorObject = isPlainObject(cond) && Object.keys(cond).length > 0 && Object.keys(cond).every((k) => k.startsWith('$'));
-  if (!isOperatorObject) {
+  if (!isOperatorObject(cond)) {
     if (!isSimpleValue(cond)) return mingoPredicate({ [path]: cond });
     return (doc) => eqMatch(fieldValues(doc, path, parts), cond);
   }
+  if ('$near' in cond || '$nearSphere' in cond) throw noGeoIndex();
   const preds: Predicate[] = [];
-  // Operators left to mingo, evaluated together ($regex needs its $options, $near its distances).
+  // Operators left to mingo, evaluated together ($regex needs its $options).
   const rest: Doc = {};
   for (const [op, x] of Object.entries(cond as Doc)) {
     switch (op) {
@@ -248,9 +379,21 @@ function compileField(path: string, cond: any): Predicate {
         preds.push((doc) => typeMatch(fieldValues(doc, path, parts), codes));
         break;
       }
+      case '$all':
+        preds.push(compileAll(path, x));
+        break;
+      case '$elemMatch':
+        preds.push(compileElemMatch(path, parts, x));
+        break;
+      case '$bitsAllSet':
+      case '$bitsAnySet':
+      case '$bitsAllClear':
+      case '$bitsAnyClear':
+        preds.push(compileBits(path, parts, op, x));
+        break;
       case '$not': {
         // An operator document is negated here (so {$not: {$type}} keeps this file's $type); a regex goes to mingo.
-        if (!isPlainObject(x) || Object.keys(x).length === 0 || !Object.keys(x).every((k) => k.startsWith('$'))) {
+        if (!isOperatorObject(x)) {
           rest[op] = x;
           break;
         }
@@ -274,16 +417,33 @@ function compileField(path: string, cond: any): Predicate {
 function compileParts(filter: Doc): Predicate {
   const preds: Predicate[] = [];
   for (const [key, cond] of Object.entries(filter)) {
-    if (key === '$and' || key === '$or' || key === '$nor') {
-      if (!Array.isArray(cond) || cond.length === 0 || !cond.every(isPlainObject)) {
-        preds.push(mingoPredicate({ [key]: cond }));
+    switch (key) {
+      case '$and':
+      case '$or':
+      case '$nor': {
+        if (!Array.isArray(cond) || cond.length === 0) throw new MongoError(2, '$and/$or/$nor must be a nonempty array', 'BadValue');
+        if (!cond.every(isPlainObject)) throw new MongoError(2, '$or/$and/$nor entries need to be full objects', 'BadValue');
+        const subs = cond.map(compileParts);
+        if (key === '$and') preds.push((doc) => subs.every((p) => p(doc)));
+        else if (key === '$or') preds.push((doc) => subs.some((p) => p(doc)));
+        else preds.push((doc) => !subs.some((p) => p(doc)));
         continue;
       }
-      const subs = cond.map(compileParts);
-      if (key === '$and') preds.push((doc) => subs.every((p) => p(doc)));
-      else if (key === '$or') preds.push((doc) => subs.some((p) => p(doc)));
-      else preds.push((doc) => !subs.some((p) => p(doc)));
-      continue;
+      case '$where':
+        // mongod without a JavaScript engine (this server runs none) refuses $where as it parses it.
+        throw new MongoError(6108304, 'no globalScriptEngine in $where parsing', 'Location6108304');
+      case '$text':
+        // Text indexes are refused (createIndexes), so there is never one to serve $text: mongod's answer.
+        throw new MongoError(27, 'text index required for $text query', 'IndexNotFound');
+      case '$ref':
+      case '$id':
+      case '$db':
+        // DBRef fields, compared by value (an element query inside $elemMatch: {$id: x}).
+        preds.push((doc) => eqMatch([getField(doc, key)], cond));
+        continue;
+      case '$expr':
+        refuseJavaScript(cond);
+        break;
     }
     if (key === '$jsonSchema') {
       const schema = compileJsonSchema(cond);
@@ -299,4 +459,29 @@ function compileParts(filter: Doc): Predicate {
 export function compileFilter(filter: Doc | undefined): Predicate {
   if (!filter || Object.keys(filter).length === 0) return () => true;
   return compileParts(filter);
+}
+
+/**
+ * The index of the first element of the array at `arrayPath` that the filter's conditions on that array
+ * match: the element a positional `$` stands for (in updates and projections); -1 when there is none.
+ */
+export function positionalIndex(doc: Doc, arrayPath: string, filter: Doc): number {
+  const conditions: Doc[] = [];
+  const collect = (f: Doc): void => {
+    for (const [k, cond] of Object.entries(f)) {
+      if (k === '$and' && Array.isArray(cond)) for (const sub of cond) if (isPlainObject(sub)) collect(sub);
+      if (k === arrayPath || k.startsWith(arrayPath + '.')) conditions.push({ [k]: cond });
+    }
+  };
+  collect(filter);
+  const array = getPath(doc, arrayPath);
+  if (conditions.length === 0 || !Array.isArray(array)) return -1;
+  const pred = compileFilter({ $and: conditions });
+  const parts = arrayPath.split('.');
+  for (let i = 0; i < array.length; i++) {
+    let probe: Doc = { [parts[parts.length - 1]]: [array[i]] };
+    for (let j = parts.length - 2; j >= 0; j--) probe = { [parts[j]]: probe };
+    if (pred(probe)) return i;
+  }
+  return -1;
 }

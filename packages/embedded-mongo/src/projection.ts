@@ -1,8 +1,10 @@
-// find/findAndModify projections. Plain inclusion and exclusion (mongoose `select`, `select: false`)
-// are applied here; projection operators ($slice, $elemMatch, positional `$`, expressions) go to mingo.
+// find/findAndModify projections. Plain inclusion and exclusion (mongoose `select`, `select: false`),
+// $slice, $elemMatch and the positional `$` are applied here; other projection operators and
+// expressions go to mingo.
 import { Query } from 'mingo';
-import { isPlainObject, type Doc } from './bson-order.js';
+import { getField, isPlainObject, setField, type Doc } from './bson-order.js';
 import { MongoError } from './errors.js';
+import { compileElementMatch, getPath, positionalIndex } from './matcher.js';
 
 type Tree = { [k: string]: Tree | true };
 
@@ -15,12 +17,12 @@ function buildTree(paths: string[]): Tree {
     let node = root;
     for (let i = 0; i < parts.length; i++) {
       const last = i === parts.length - 1;
-      const cur = node[parts[i]];
-      if (last) node[parts[i]] = true;
+      const cur = getField(node, parts[i]);
+      if (last) setField(node, parts[i], true);
       else {
         if (cur === true) break;
-        if (!cur) node[parts[i]] = {};
-        node = node[parts[i]] as Tree;
+        if (!cur) setField(node, parts[i], {});
+        node = getField(node, parts[i]) as Tree;
       }
     }
   }
@@ -32,12 +34,12 @@ function include(v: any, tree: Tree): any {
   if (!isPlainObject(v)) return undefined;
   const out: Doc = {};
   for (const k of Object.keys(v)) {
-    const t = tree[k];
+    const t = getField(tree, k);
     if (t === undefined) continue;
-    if (t === true) out[k] = v[k];
+    if (t === true) setField(out, k, v[k]);
     else {
       const sub = include(v[k], t);
-      if (sub !== undefined) out[k] = sub;
+      if (sub !== undefined) setField(out, k, sub);
     }
   }
   return out;
@@ -48,9 +50,9 @@ function exclude(v: any, tree: Tree): any {
   if (!isPlainObject(v)) return v;
   const out: Doc = {};
   for (const k of Object.keys(v)) {
-    const t = tree[k];
+    const t = getField(tree, k);
     if (t === true) continue;
-    out[k] = t === undefined ? v[k] : exclude(v[k], t);
+    setField(out, k, t === undefined ? v[k] : exclude(v[k], t));
   }
   return out;
 }
@@ -81,22 +83,82 @@ function applySlice(v: any, slice: Slice, depth = 0): any {
   if (Array.isArray(v)) return depth === 0 ? v : v.map((x) => (isPlainObject(x) ? applySlice(x, slice, depth) : x));
   if (!isPlainObject(v)) return v;
   const key = slice.path[depth];
-  if (!(key in v)) return v;
+  const inner = getField(v, key);
+  if (inner === undefined) return v;
   const out: Doc = { ...v };
-  const inner = v[key];
-  out[key] = depth === slice.path.length - 1 ? (Array.isArray(inner) ? sliceArray(inner, slice) : inner) : applySlice(inner, slice, depth + 1);
+  setField(out, key, depth === slice.path.length - 1 ? (Array.isArray(inner) ? sliceArray(inner, slice) : inner) : applySlice(inner, slice, depth + 1));
   return out;
+}
+
+/**
+ * `{field: {$elemMatch: q}}` and `{'array.$': 1}` beside plain fields, as mongod applies them: the
+ * positional field keeps its place holding the element the query matched; an $elemMatch field holds
+ * the first element q matches (and is left out when none does), after the other fields.
+ */
+function compileArrayOperators(plain: Doc, elemMatches: Array<[string, unknown]>, positional: string[], filter: Doc): Projector {
+  if (positional.length > 1) throw new MongoError(31276, 'Cannot specify more than one positional projection per query.', 'Location31276');
+  const exclusive = Object.entries(plain).some(([k, v]) => k !== '_id' && !v);
+  if (positional.length > 0 && exclusive) throw new MongoError(31395, 'positional projection cannot be used with exclusion', 'Location31395');
+  let base: Projector;
+  if (exclusive) base = compileProjection(plain, filter)!;
+  else {
+    const paths = [...Object.keys(plain).filter((k) => k !== '_id' && Boolean(plain[k])), ...positional];
+    if (plain._id === undefined || Boolean(plain._id)) paths.push('_id');
+    const tree = buildTree(paths);
+    base = (doc) => include(doc, tree);
+  }
+  const tests = elemMatches.map(([field, q]) => [field, compileElementMatch(q)] as const);
+  return (doc) => {
+    const out = base(doc);
+    for (const path of positional) {
+      const array = getPath(doc, path);
+      if (!Array.isArray(array)) continue;
+      const at = positionalIndex(doc, path, filter);
+      if (at < 0) {
+        throw new MongoError(51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array", 'Location51246');
+      }
+      replacePath(out, path.split('.'), [array[at]]);
+    }
+    for (const [field, test] of tests) {
+      delete out[field];
+      const array = getField(doc, field);
+      const found = Array.isArray(array) ? array.findIndex(test) : -1;
+      if (found >= 0) setField(out, field, [array[found]]);
+    }
+    return out;
+  };
+}
+
+/** Sets the field at `parts` in a projected document (whose containers the projection built). */
+function replacePath(doc: Doc, parts: string[], value: unknown): void {
+  let cur: any = doc;
+  for (let i = 0; i < parts.length - 1; i++) {
+    cur = getField(cur, parts[i]);
+    if (!isPlainObject(cur)) return;
+  }
+  setField(cur, parts[parts.length - 1], value);
 }
 
 export function compileProjection(projection: Doc | undefined, filter: Doc | undefined): Projector | undefined {
   if (!projection || Object.keys(projection).length === 0) return undefined;
   const slices: Slice[] = [];
   const plain: Doc = {};
+  const elemMatches: Array<[string, unknown]> = [];
+  const positional: string[] = [];
   for (const [k, v] of Object.entries(projection)) {
     const slice = parseSlice(k, v);
     if (slice) slices.push(slice);
-    else plain[k] = v;
+    else if (isPlainObject(v) && Object.keys(v).length === 1 && '$elemMatch' in v) {
+      if (k.includes('.')) throw new MongoError(31275, 'Cannot use $elemMatch projection on a nested field.', 'Location31275');
+      elemMatches.push([k, v.$elemMatch]);
+    } else if (k.endsWith('.$') && !k.slice(0, -2).includes('$') && (typeof v === 'number' || typeof v === 'boolean') && Boolean(v)) {
+      positional.push(k.slice(0, -2));
+    } else setField(plain, k, v);
   }
+  if ((elemMatches.length > 0 || positional.length > 0) && slices.length === 0 && isSimple(plain)) {
+    return compileArrayOperators(plain, elemMatches, positional, filter ?? {});
+  }
+  if (elemMatches.length > 0 || positional.length > 0) return mingoProjection(projection, filter);
   if (slices.length > 0 && isSimple(plain)) {
     // $slice with plain fields: an inclusion projection also includes the sliced fields; otherwise
     // (exclusions or nothing else) every other field stays.
@@ -106,13 +168,7 @@ export function compileProjection(projection: Doc | undefined, filter: Doc | und
     return (doc) => slices.reduce((out, s) => applySlice(out, s), base(doc));
   }
   const entries = Object.entries(projection);
-  if (!isSimple(projection)) {
-    const q = new Query(filter ?? {}, {});
-    return (doc) => {
-      const [out] = q.find([doc], projection).all() as Doc[];
-      return out ?? {};
-    };
-  }
+  if (!isSimple(projection)) return mingoProjection(projection, filter);
   const idSetting = projection._id;
   const fields = entries.filter(([k]) => k !== '_id');
   const inclusive = fields.filter(([, v]) => Boolean(v));
@@ -134,4 +190,12 @@ export function compileProjection(projection: Doc | undefined, filter: Doc | und
 
 function isSimple(projection: Doc): boolean {
   return Object.entries(projection).every(([k, v]) => !k.includes('$') && (typeof v === 'number' || typeof v === 'boolean'));
+}
+
+function mingoProjection(projection: Doc, filter: Doc | undefined): Projector {
+  const q = new Query(filter ?? {}, {});
+  return (doc) => {
+    const [out] = q.find([doc], projection).all() as Doc[];
+    return out ?? {};
+  };
 }

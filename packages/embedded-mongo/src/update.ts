@@ -5,8 +5,8 @@
 // to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
-import { compareValues, deepCopy, double, isPlainObject, numberType, toNumber, typeRank, type Doc, type NumberType } from './bson-order.js';
-import { compileFilter } from './matcher.js';
+import { compareValues, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType } from './bson-order.js';
+import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
 
 export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
@@ -26,8 +26,11 @@ export function validateUpdate(u: unknown): void {
   if (Array.isArray(u)) return;
   if (!isPlainObject(u)) throw new MongoError(9, 'Update document must be an object', 'FailedToParse');
   const keys = Object.keys(u);
+  // The first field decides, as on mongod: a replacement document may hold `$` fields further on
+  // (refused when stored, see checkTopLevelNames); an operator update may hold nothing but operators.
+  if (!isOperatorUpdate(u)) return;
   const ops = keys.filter((k) => k.startsWith('$'));
-  if (ops.length > 0 && ops.length !== keys.length) {
+  if (ops.length !== keys.length) {
     throw new MongoError(9, 'Update document cannot mix operators and fields', 'FailedToParse');
   }
   for (const op of ops) {
@@ -46,10 +49,10 @@ function setPath(doc: Doc, path: string, value: any, owned?: Set<object>): void 
   for (let i = 0; i < parts.length - 1; i++) {
     const p = parts[i];
     if (Array.isArray(cur) && !/^\d+$/.test(p)) throw cannotCreateField(p, parts[i - 1], cur);
-    let next = cur[p];
+    let next = getField(cur, p);
     if (next === undefined || next === null) {
       next = {};
-      cur[p] = next;
+      setField(cur, p, next);
       owned?.add(next);
     } else if (typeof next !== 'object' || next instanceof Date || next._bsontype !== undefined) {
       throw new MongoError(28, `Cannot create field '${parts[i + 1]}' in element {${p}: ${String(next)}}`, 'PathNotViable');
@@ -64,7 +67,7 @@ function setPath(doc: Doc, path: string, value: any, owned?: Set<object>): void 
     const idx = Number(last);
     while (cur.length < idx) cur.push(null);
   }
-  cur[last] = value;
+  setField(cur, last, value);
 }
 
 /** mongod's refusal to name a field of an array (only indexes can follow an array on a path). */
@@ -74,10 +77,10 @@ function cannotCreateField(field: string, arrayField: string, array: any[]): Mon
 
 /** `parent[key]`, replaced by a shallow copy unless this update made or copied it already. */
 function own(parent: any, key: string, owned: Set<object>): any {
-  const v = parent[key];
+  const v = getField(parent, key);
   if (owned.has(v) || (!Array.isArray(v) && !isPlainObject(v))) return v;
   const copy = Array.isArray(v) ? v.slice() : { ...v };
-  parent[key] = copy;
+  setField(parent, key, copy);
   owned.add(copy);
   return copy;
 }
@@ -86,7 +89,7 @@ function own(parent: any, key: string, owned: Set<object>): any {
 function ownedContainer(doc: Doc, path: string, owned: Set<object> | undefined): any {
   let cur: any = doc;
   for (const p of path.split('.')) {
-    const next = cur?.[p];
+    const next = getField(cur, p);
     if (!Array.isArray(next) && !isPlainObject(next)) return undefined;
     cur = owned ? own(cur, p, owned) : next;
   }
@@ -97,7 +100,7 @@ function getParentAndKey(doc: Doc, path: string): [any, string] | undefined {
   const parts = path.split('.');
   let cur: any = doc;
   for (let i = 0; i < parts.length - 1; i++) {
-    cur = cur?.[parts[i]];
+    cur = getField(cur, parts[i]);
     if (cur === null || typeof cur !== 'object') return undefined;
   }
   return [cur, parts[parts.length - 1]];
@@ -105,14 +108,14 @@ function getParentAndKey(doc: Doc, path: string): [any, string] | undefined {
 
 function readPath(doc: Doc, path: string): any {
   const pk = getParentAndKey(doc, path);
-  return pk ? pk[0][pk[1]] : undefined;
+  return pk ? getField(pk[0], pk[1]) : undefined;
 }
 
 function unsetPath(doc: Doc, path: string, owned?: Set<object>): boolean {
   const pk = getParentAndKey(doc, path);
   if (!pk) return false;
   const [found, key] = pk;
-  if (!(key in found)) return false;
+  if (!Object.prototype.hasOwnProperty.call(found, key)) return false;
   const dot = path.lastIndexOf('.');
   const parent = dot < 0 ? doc : ownedContainer(doc, path.slice(0, dot), owned);
   if (Array.isArray(parent)) parent[Number(key)] = null;
@@ -192,7 +195,7 @@ function getPathValue(v: any, path: string): any {
   let cur = v;
   for (const p of path.split('.')) {
     if (cur === null || typeof cur !== 'object') return undefined;
-    cur = cur[p];
+    cur = getField(cur, p);
   }
   return cur;
 }
@@ -201,7 +204,8 @@ function canFastPath(u: Doc): boolean {
   for (const [op, fields] of Object.entries(u)) {
     if (!FAST_OPS.has(op)) return false;
     for (const [path, v] of Object.entries(fields as Doc)) {
-      if (path.includes('$')) return false;
+      // Positional parts are resolved before this point; other `$` parts are field names ($price).
+      if (path.split('.').some((p) => p === '$' || p.startsWith('$['))) return false;
       if (op === '$push' && isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && !PUSH_MODIFIERS.has(k))) return false;
       if (op === '$addToSet' && isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && k !== '$each')) return false;
     }
@@ -272,7 +276,7 @@ function expandPath(value: any, parts: string[], i: number, prefix: string, filt
   const join = (p: string): string => (prefix ? `${prefix}.${p}` : p);
   const m = ARRAY_PATH_PART.exec(parts[i]);
   if (!m) {
-    const child = value !== null && typeof value === 'object' ? value[parts[i]] : undefined;
+    const child = value !== null && typeof value === 'object' ? getField(value, parts[i]) : undefined;
     return expandPath(child, parts, i + 1, join(parts[i]), filters);
   }
   if (!Array.isArray(value)) throw new MongoError(2, `The path '${prefix}' must exist in the document in order to apply array updates.`, 'BadValue');
@@ -326,26 +330,11 @@ function resolvePositional(doc: Doc, u: Doc, filter: Doc): Doc {
   return out;
 }
 
-/** The index of the first element of the array at `arrayPath` that the filter's conditions on it match. */
+/** The index the positional `$` stands for; BadValue as mongod answers when the query did not match the array. */
 function matchedPosition(doc: Doc, arrayPath: string, filter: Doc): number {
-  const conditions: Doc[] = [];
-  const collect = (f: Doc): void => {
-    for (const [k, cond] of Object.entries(f)) {
-      if (k === '$and' && Array.isArray(cond)) for (const sub of cond) if (isPlainObject(sub)) collect(sub);
-      if (k === arrayPath || k.startsWith(arrayPath + '.')) conditions.push({ [k]: cond });
-    }
-  };
-  collect(filter);
-  const array = readPath(doc, arrayPath);
-  if (conditions.length > 0 && Array.isArray(array)) {
-    const pred = compileFilter({ $and: conditions });
-    for (let i = 0; i < array.length; i++) {
-      const probe: Doc = {};
-      setPath(probe, arrayPath, [array[i]]);
-      if (pred(probe)) return i;
-    }
-  }
-  throw new MongoError(2, 'The positional operator did not find the match needed from the query.', 'BadValue');
+  const at = positionalIndex(doc, arrayPath, filter);
+  if (at < 0) throw new MongoError(2, 'The positional operator did not find the match needed from the query.', 'BadValue');
+  return at;
 }
 
 function checkConflicts(u: Doc): void {
@@ -472,6 +461,7 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
     return finish(original, doc, undefined);
   }
   if (!isOperatorUpdate(u)) {
+    if (!opts.inserting) checkTopLevelNames(Object.keys(u));
     const doc: Doc = { _id: original._id, ...deepCopy(u) };
     if (doc._id === undefined) delete doc._id;
     if (u._id !== undefined && original._id !== undefined && compareValues(u._id, original._id) !== 0) {
@@ -488,6 +478,11 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
       }
       if (path === '') throw new MongoError(56, 'An empty update path is not valid.', 'EmptyFieldName');
     }
+  }
+  if (!opts.inserting) {
+    // Fields an operator writes ($unset only removes; $setOnInsert writes nothing here).
+    const written = Object.entries(u).filter(([op]) => op !== '$unset' && op !== '$setOnInsert');
+    checkTopLevelNames(written.flatMap(([, fields]) => Object.keys(fields as Doc).map((p) => p.split('.')[0])));
   }
   let arrayFilters = opts.arrayFilters;
   if (hasArrayPaths(u)) {
@@ -515,6 +510,25 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
     throw new MongoError(2, (e as Error).message, 'BadValue');
   }
   return finish(original, doc, describe(doc, updated, removed));
+}
+
+/**
+ * mongod's storage rule for a document an update writes (an upsert's insert excepted): a top-level
+ * field name may not start with `$` unless it belongs to a DBRef ($ref, $id, $db in that order).
+ * https://www.mongodb.com/docs/manual/core/dot-dollar-considerations/dollar-prefix/
+ */
+function checkTopLevelNames(names: string[]): void {
+  names.forEach((name, i) => {
+    if (!name.startsWith('$')) return;
+    const dbref =
+      (name === '$ref' && names[i + 1] === '$id') || (name === '$id' && names[i - 1] === '$ref') || (name === '$db' && names[i - 1] === '$id');
+    if (dbref) return;
+    throw new MongoError(
+      52,
+      `The dollar ($) prefixed field '${name}' in '${name}' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.`,
+      'DollarPrefixedFieldName',
+    );
+  });
 }
 
 function describe(doc: Doc, updated: Set<string>, removed: Set<string>): UpdateDescription {
