@@ -160,7 +160,13 @@ function cmpBig(x: bigint, y: bigint): number {
 }
 
 function compareNumbers(a: any, b: any): number {
-  if (typeof a === 'number' && typeof b === 'number') return a < b ? -1 : a > b ? 1 : 0;
+  if (typeof a === 'number' && typeof b === 'number') {
+    if (a < b) return -1;
+    if (a > b) return 1;
+    if (a === b) return 0;
+    // NaN (unordered by < and >) sorts below every other number, as in MongoDB.
+    return Number.isNaN(a) ? (Number.isNaN(b) ? 0 : -1) : 1;
+  }
   if (a?._bsontype === 'Long' && b?._bsontype === 'Long') return (a as Long).compare(b as Long);
   // Longs beyond 2^53 lose precision as doubles; compare exactly against integral numbers.
   if (a?._bsontype === 'Long' && typeof b === 'number' && Number.isInteger(b)) return cmpBig((a as Long).toBigInt(), BigInt(b));

@@ -485,7 +485,8 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
     checkTopLevelNames(written.flatMap(([, fields]) => Object.keys(fields as Doc).map((p) => p.split('.')[0])));
   }
   let arrayFilters = opts.arrayFilters;
-  if (hasArrayPaths(u)) {
+  // Expanded also without `$[` paths: array filters the update does not use are refused, as mongod does.
+  if (hasArrayPaths(u) || (arrayFilters !== undefined && arrayFilters.length > 0)) {
     u = expandArrayPaths(original, u, arrayFilters);
     arrayFilters = undefined;
   }
