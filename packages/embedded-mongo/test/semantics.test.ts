@@ -2,7 +2,7 @@
 // (from its documentation). Like compat.test.ts it talks only through the driver to `inject('mongoUri')`,
 // so every row holds for a real MongoDB too (MONGODB_URI).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Binary, Decimal128, Double, Int32, Long, MongoClient, MongoServerError, ObjectId, type Db, type Document } from 'mongodb';
+import { Binary, DBRef, Decimal128, Double, Int32, Long, MongoClient, MongoServerError, ObjectId, type Db, type Document } from 'mongodb';
 
 const uri = inject('mongoUri');
 const dbName = `semantics_${process.pid}_${Date.now()}`;
@@ -258,5 +258,296 @@ describe('change streams', () => {
         await stream.close();
       }
     }
+  });
+});
+
+/** The error a request fails with (undefined when it succeeds). */
+async function failure(request: Promise<unknown>): Promise<MongoServerError | undefined> {
+  return request.then(
+    () => undefined,
+    (e: unknown) => {
+      expect(e).toBeInstanceOf(MongoServerError);
+      return e as MongoServerError;
+    },
+  );
+}
+
+describe('what needs an index this server never builds', () => {
+  // mongod's own answers on a collection without such an index: .../reference/operator/query/near/
+  // ($near needs a geospatial index), .../reference/operator/query/text/ ($text needs a text index),
+  // .../reference/operator/aggregation/geoNear/, and createIndexes' key pattern rules
+  // (.../reference/command/createIndexes/, geoHaystack removed in 5.0). Unknown stages: .../aggregation-pipeline/.
+  const rows: Array<{ name: string; run: (c: ReturnType<typeof fresh>) => Promise<unknown>; code: number; message: string }> = [
+    { name: '$near', run: (c) => c.find({ loc: { $near: [0, 0] } }).toArray(), code: 291, message: 'unable to find index for $geoNear query' },
+    {
+      name: '$nearSphere with $maxDistance',
+      run: (c) => c.find({ loc: { $nearSphere: { $geometry: { type: 'Point', coordinates: [0, 0] }, $maxDistance: 10 } } }).toArray(),
+      code: 291,
+      message: 'unable to find index for $geoNear query',
+    },
+    { name: '$text', run: (c) => c.find({ $text: { $search: 'coffee' } }).toArray(), code: 27, message: 'text index required for $text query' },
+    { name: '$geoNear', run: (c) => c.aggregate([{ $geoNear: { near: [0, 0], distanceField: 'd' } }]).toArray(), code: 27, message: '$geoNear requires a 2d or 2dsphere index, but none were found' },
+    { name: 'an unknown stage', run: (c) => c.aggregate([{ $bogus: {} }]).toArray(), code: 40324, message: "Unrecognized pipeline stage name: '$bogus'" },
+    { name: 'a geoHaystack index', run: (c) => c.createIndex({ loc: 'geoHaystack', a: 1 } as Document), code: 67, message: 'GeoHaystack indexes cannot be created in version 5.0 and above' },
+    { name: 'an unknown index type', run: (c) => c.createIndex({ a: 'bogus' } as Document), code: 67, message: "Unknown index plugin 'bogus'" },
+    { name: 'an index direction of 0', run: (c) => c.createIndex({ a: 0 } as Document), code: 67, message: 'Values in the index key pattern cannot be 0.' },
+    { name: 'a hint naming no index', run: (c) => c.find({}).hint({ nope: 1 }).toArray(), code: 2, message: 'hint provided does not correspond to an existing index' },
+    { name: 'a bit test of a string', run: (c) => c.find({ a: { $bitsAllSet: 'x' } }).toArray(), code: 2, message: 'takes an Array, a number, or a BinData' },
+  ];
+  it.each(rows)('$name', async ({ run, code, message }) => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, loc: [0, 0], body: 'coffee' });
+    const err = await failure(run(c));
+    expect(err?.code).toBe(code);
+    expect(err?.message).toContain(message);
+  });
+});
+
+describe('$all on a field that is not an array', () => {
+  // https://www.mongodb.com/docs/manual/reference/operator/query/all/: $all is the $and of equalities,
+  // so {tags: {$all: ['a']}} also matches a tags field equal to 'a'; an empty list matches nothing.
+  const docs = [
+    { _id: 'string', tags: 'a' },
+    { _id: 'array', tags: ['a', 'b'] },
+    { _id: 'other', tags: 'c' },
+  ];
+  const rows: Array<{ all: unknown[]; ids: string[] }> = [
+    { all: ['a'], ids: ['array', 'string'] },
+    { all: ['a', 'b'], ids: ['array'] },
+    { all: ['b', 'a'], ids: ['array'] },
+    { all: [], ids: [] },
+  ];
+  it.each(rows)('{$all: $all}', async ({ all, ids }) => {
+    const c = fresh();
+    await c.insertMany(docs as Document[]);
+    const found = await c.find({ tags: { $all: all } }).sort({ _id: 1 }).toArray();
+    expect(found.map((d) => d._id)).toEqual(ids);
+  });
+});
+
+describe('BinData comparisons and order', () => {
+  // https://www.mongodb.com/docs/manual/reference/bson-type-comparison-order/#bindata: BinData compares
+  // by length, then subtype, then byte by byte.
+  const docs = [
+    { _id: 'one byte ff', b: new Binary(Buffer.from([0xff]), 0) },
+    { _id: 'two bytes 00', b: new Binary(Buffer.from([0, 0]), 0) },
+    { _id: 'one byte subtype 5', b: new Binary(Buffer.from([1]), 5) },
+    { _id: 'one byte 01', b: new Binary(Buffer.from([1]), 0) },
+  ];
+  const rows: Array<{ name: string; filter: Document; ids: string[] }> = [
+    { name: '$gt a one-byte value: longer ones and higher subtypes', filter: { b: { $gt: new Binary(Buffer.from([0xff]), 0) } }, ids: ['one byte subtype 5', 'two bytes 00'] },
+    { name: '$lt a two-byte value: every one-byte value', filter: { b: { $lt: new Binary(Buffer.from([0, 0]), 0) } }, ids: ['one byte 01', 'one byte ff', 'one byte subtype 5'] },
+    { name: '$lte a one-byte value of subtype 0: by bytes', filter: { b: { $lte: new Binary(Buffer.from([0x10]), 0) } }, ids: ['one byte 01'] },
+  ];
+  it.each(rows)('$name', async ({ filter, ids }) => {
+    const c = fresh();
+    await c.insertMany(docs as Document[]);
+    expect((await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual(ids);
+  });
+
+  it('sorts by length, then subtype, then bytes', async () => {
+    const c = fresh();
+    await c.insertMany(docs as Document[]);
+    expect((await c.find().sort({ b: 1 }).toArray()).map((d) => d._id)).toEqual(['one byte 01', 'one byte ff', 'one byte subtype 5', 'two bytes 00']);
+  });
+});
+
+describe('bit tests on numbers and BinData', () => {
+  // https://www.mongodb.com/docs/manual/reference/operator/query/bitsAllSet/ (and bitsAnySet,
+  // bitsAllClear, bitsAnyClear), with the documentation's collection: 54 = 0b00110110,
+  // 20 = 0b00010100, BinData(0, "Zg==") = 0b01100110.
+  const docs = [
+    { _id: 1, a: 54 },
+    { _id: 2, a: 20 },
+    { _id: 3, a: new Double(20) },
+    { _id: 4, a: new Binary(Buffer.from('Zg==', 'base64'), 0) },
+  ];
+  const rows: Array<{ filter: Document; ids: number[] }> = [
+    { filter: { a: { $bitsAllSet: [1, 5] } }, ids: [1, 4] },
+    { filter: { a: { $bitsAllSet: 50 } }, ids: [1] },
+    { filter: { a: { $bitsAllSet: new Binary(Buffer.from('MC==', 'base64')) } }, ids: [1] },
+    { filter: { a: { $bitsAnySet: [1, 5] } }, ids: [1, 4] },
+    { filter: { a: { $bitsAnySet: new Binary(Buffer.from('MC==', 'base64')) } }, ids: [1, 2, 3, 4] },
+    { filter: { a: { $bitsAllClear: [1, 5] } }, ids: [2, 3] },
+    { filter: { a: { $bitsAllClear: new Binary(Buffer.from('ID==', 'base64')) } }, ids: [2, 3] },
+    { filter: { a: { $bitsAnyClear: [1, 5] } }, ids: [2, 3] },
+    { filter: { a: { $bitsAnyClear: 35 } }, ids: [1, 2, 3, 4] },
+  ];
+  it.each(rows)('%o', async ({ filter, ids }) => {
+    const c = fresh();
+    await c.insertMany(docs as Document[]);
+    expect((await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual(ids);
+  });
+});
+
+describe('DBRefs in queries', () => {
+  // https://www.mongodb.com/docs/manual/reference/database-references/#dbrefs: a DBRef is the document
+  // {$ref, $id, $db}; its fields are queried by name ('refs.$id', $elemMatch: {$id}).
+  const a = new ObjectId('64b7f0c2a1b2c3d4e5f60718');
+  const b = new ObjectId('64b7f0c2a1b2c3d4e5f60719');
+  const rows: Array<{ name: string; filter: Document; ids: number[] }> = [
+    { name: '$elemMatch on $id', filter: { refs: { $elemMatch: { $id: b } } }, ids: [1] },
+    { name: '$elemMatch on $ref and $id', filter: { refs: { $elemMatch: { $ref: 'users', $id: a } } }, ids: [1, 2] },
+    { name: "the dotted path 'refs.$id'", filter: { 'refs.$id': b }, ids: [1] },
+    { name: 'a whole DBRef', filter: { owner: new DBRef('users', a) }, ids: [2] },
+  ];
+  it.each(rows)('$name', async ({ filter, ids }) => {
+    const c = fresh();
+    await c.insertMany([
+      { _id: 1 as never, refs: [new DBRef('users', a), new DBRef('users', b)] },
+      { _id: 2 as never, refs: [new DBRef('users', a)], owner: new DBRef('users', a) },
+    ]);
+    expect((await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual(ids);
+  });
+
+  it('reads a DBRef back as a DBRef', async () => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, owner: new DBRef('users', a, 'other') });
+    const back = await c.findOne({ _id: 1 as never });
+    expect(back?.owner).toBeInstanceOf(DBRef);
+    expect(back?.owner).toMatchObject({ collection: 'users', oid: a, db: 'other' });
+  });
+});
+
+describe('hint() without a sort', () => {
+  // https://www.mongodb.com/docs/manual/reference/method/cursor.hint/: the query runs on the hinted
+  // index, so without a sort the documents come in that index's order; {$natural: 1} is a collection
+  // scan in insertion order, {$natural: -1} the reverse.
+  const docs = [
+    { _id: 'c', a: 2 },
+    { _id: 'a', a: 3 },
+    { _id: 'b', a: 1 },
+  ];
+  const rows: Array<{ name: string; hint: Document | string; ids: string[] }> = [
+    { name: 'an index on {a: 1} by key', hint: { a: 1 }, ids: ['b', 'c', 'a'] },
+    { name: 'an index on {a: -1} by name', hint: 'a_desc', ids: ['a', 'c', 'b'] },
+    { name: 'the _id index', hint: { _id: 1 }, ids: ['a', 'b', 'c'] },
+    { name: '$natural: 1', hint: { $natural: 1 }, ids: ['c', 'a', 'b'] },
+    { name: '$natural: -1', hint: { $natural: -1 }, ids: ['b', 'a', 'c'] },
+  ];
+  it.each(rows)('$name', async ({ hint, ids }) => {
+    const c = fresh();
+    await c.createIndex({ a: 1 });
+    await c.createIndex({ a: -1 }, { name: 'a_desc' });
+    for (const d of docs) await c.insertOne(d as Document);
+    expect((await c.find({}).hint(hint).toArray()).map((d) => d._id)).toEqual(ids);
+  });
+
+  it('a hinted sort still sorts', async () => {
+    const c = fresh();
+    await c.createIndex({ a: 1 });
+    await c.insertMany(docs as Document[]);
+    expect((await c.find({}).hint({ a: 1 }).sort({ _id: -1 }).toArray()).map((d) => d._id)).toEqual(['c', 'b', 'a']);
+  });
+});
+
+describe('array projections', () => {
+  // https://www.mongodb.com/docs/manual/reference/operator/projection/elemMatch/ (the first element
+  // matching, the field left out when none does) and .../projection/positional/ (the first element the
+  // query matched in that array).
+  const doc = {
+    _id: 1,
+    zipcode: '63109',
+    students: [
+      { name: 'john', school: 102, age: 10 },
+      { name: 'jess', school: 102, age: 11 },
+      { name: 'jeff', school: 108, age: 15 },
+    ],
+    grades: [80, 85, 90],
+  };
+  const rows: Array<{ name: string; filter: Document; projection: Document; out: Document }> = [
+    {
+      name: '$elemMatch with operators',
+      filter: {},
+      projection: { students: { $elemMatch: { school: 102, age: { $gt: 10 } } } },
+      out: { _id: 1, students: [{ name: 'jess', school: 102, age: 11 }] },
+    },
+    { name: '$elemMatch matching nothing leaves the field out', filter: {}, projection: { students: { $elemMatch: { school: 999 } } }, out: { _id: 1 } },
+    { name: '$elemMatch beside an included field', filter: {}, projection: { zipcode: 1, students: { $elemMatch: { age: { $gte: 15 } } } }, out: { _id: 1, zipcode: '63109', students: [{ name: 'jeff', school: 108, age: 15 }] } },
+    { name: 'positional $ of a value query', filter: { grades: { $gte: 85 } }, projection: { 'grades.$': 1 }, out: { _id: 1, grades: [85] } },
+    { name: 'positional $ of an element field query', filter: { 'students.school': 108 }, projection: { 'students.$': 1, zipcode: 1 }, out: { _id: 1, zipcode: '63109', students: [{ name: 'jeff', school: 108, age: 15 }] } },
+  ];
+  it.each(rows)('$name', async ({ filter, projection, out }) => {
+    const c = fresh();
+    await c.insertOne(doc as Document);
+    expect(await c.findOne(filter, { projection })).toEqual(out);
+  });
+
+  it('positional $ without a query on the array fails', async () => {
+    const c = fresh();
+    await c.insertOne(doc as Document);
+    const err = await failure(c.findOne({ zipcode: '63109' }, { projection: { 'grades.$': 1 } }));
+    expect(err?.code).toBe(51246);
+  });
+});
+
+describe('field names starting with $', () => {
+  // https://www.mongodb.com/docs/manual/core/dot-dollar-considerations/dollar-prefix/: inserts (and
+  // upserts that insert) may store $-prefixed field names, top level included; an update of an existing
+  // document may not write one at top level; _id may never hold one.
+  it('an insert stores top-level and nested $ fields', async () => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, $price: 50, quantity: 30 });
+    await c.insertOne({ _id: 2 as never, $id: 'h1961-01', location: { $db: 'novels', $ref: '2007042768', $inc: true } });
+    expect(await c.find().sort({ _id: 1 }).toArray()).toEqual([
+      { _id: 1, $price: 50, quantity: 30 },
+      { _id: 2, $id: 'h1961-01', location: { $db: 'novels', $ref: '2007042768', $inc: true } },
+    ]);
+  });
+
+  it('an upsert that inserts stores a $ field; the same update of an existing document fails', async () => {
+    const c = fresh();
+    await c.updateOne({ date: '2021-07-07' }, { $set: { phone: 25.17, $hotel: 320.1 } } as Document, { upsert: true });
+    expect(await c.findOne({}, { projection: { _id: 0 } })).toEqual({ date: '2021-07-07', phone: 25.17, $hotel: 320.1 });
+    const err = await failure(c.updateOne({ date: '2021-07-07' }, { $set: { phone: 25.17, $hotel: 320.1 } } as Document, { upsert: true }));
+    expect(err?.code).toBe(52);
+  });
+
+  it('a replacement of an existing document may not hold a top-level $ field', async () => {
+    const c = fresh();
+    await c.insertOne({ _id: 'E123' as never, address: { $number: 123 } });
+    const err = await failure(c.replaceOne({ _id: 'E123' as never }, { address: { $number: 124 }, $rooms: { br: 2 } }));
+    expect(err?.code).toBe(52);
+    expect(await c.findOne({ _id: 'E123' as never })).toEqual({ _id: 'E123', address: { $number: 123 } });
+  });
+
+  it('an _id holding a $ field is refused', async () => {
+    const c = fresh();
+    const err = await failure(c.insertOne({ _id: { $oid: 'x' } as never }));
+    expect(err?.code).toBe(52);
+    expect(err?.message).toContain("_id fields may not contain '$'-prefixed fields");
+  });
+});
+
+describe('__proto__ is an ordinary field name', () => {
+  // https://www.mongodb.com/docs/manual/core/document/#field-names: any string is a field name; a
+  // document with a __proto__ field is stored, queried, updated and returned like any other.
+  const withProto = (): Document => JSON.parse('{"_id": 1, "__proto__": {"x": 1}, "a": {"__proto__": 2}}');
+  const own = (d: Document | null, key: string): unknown => (d ? Object.getOwnPropertyDescriptor(d, key)?.value : undefined);
+
+  it('round-trips', async () => {
+    const c = fresh();
+    await c.insertOne(withProto());
+    const back = await c.findOne({ _id: 1 as never });
+    expect(Object.keys(back!)).toEqual(['_id', '__proto__', 'a']);
+    expect(own(back, '__proto__')).toEqual({ x: 1 });
+    expect(own(back!.a, '__proto__')).toBe(2);
+  });
+
+  it('is queried, updated and projected by name', async () => {
+    const c = fresh();
+    await c.insertOne(withProto());
+    expect(await c.countDocuments(JSON.parse('{"__proto__.x": 1}'))).toBe(1);
+    await c.updateOne({ _id: 1 as never }, JSON.parse('{"$set": {"__proto__.y": 2}, "$inc": {"__proto__.x": 1}}'));
+    const back = await c.findOne({ _id: 1 as never }, { projection: JSON.parse('{"__proto__": 1}') });
+    expect(Object.keys(back!)).toEqual(['_id', '__proto__']);
+    expect(own(back, '__proto__')).toEqual({ x: 2, y: 2 });
+  });
+
+  it('inherited names are not fields', async () => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, a: 1 });
+    expect(await c.countDocuments({ constructor: { $exists: true } })).toBe(0);
+    expect(await c.countDocuments(JSON.parse('{"__proto__": {"$exists": true}}'))).toBe(0);
   });
 });
