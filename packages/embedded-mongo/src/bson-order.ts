@@ -110,8 +110,13 @@ export function setField(obj: Doc, key: string, value: unknown): void {
   else obj[key] = value;
 }
 
+// Names a plain object inherits (__proto__, constructor, toString, ...): only these need the slower
+// own-property check, so reading any other field stays a plain property access.
+const INHERITED_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype));
+
 /** The own field `key` of a document; never a property inherited from Object.prototype. */
 export function getField(obj: any, key: string): any {
+  if (!INHERITED_NAMES.has(key)) return obj[key];
   return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
 }
 
