@@ -2,6 +2,7 @@
 // mongod's shapes (writeErrors inside write replies, lastErrorObject in findAndModify, Long cursor ids).
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
+import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
 import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, type ChangeEvent, type ChangeStreamState } from './engine.js';
@@ -514,18 +515,19 @@ function changeTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
   };
 }
 
-// The stages this server runs (through mingo, or itself where they read or write its collections).
+// The stages this server runs (through mingo, or itself where they read or write its collections:
+// $out and $merge run in aggregate-writes.ts, which also decides where in a pipeline they may stand).
 // Any other is refused as mongod refuses a stage it does not know, instead of being dropped or run on
-// a copy ($merge would write into a copy of the target that nobody sees).
+// a copy.
 const SUPPORTED_STAGES = new Set([
   '$addFields', '$bucket', '$bucketAuto', '$changeStream', '$count', '$currentOp', '$densify', '$documents', '$facet', '$fill',
-  '$graphLookup', '$group', '$limit', '$listLocalSessions', '$lookup', '$match', '$out', '$project', '$redact', '$replaceRoot',
+  '$graphLookup', '$group', '$limit', '$listLocalSessions', '$lookup', '$match', '$merge', '$out', '$project', '$redact', '$replaceRoot',
   '$replaceWith', '$sample', '$set', '$setWindowFields', '$skip', '$sort', '$sortByCount', '$unionWith', '$unset', '$unwind',
 ]);
 
 /** Refuses, before anything runs, a pipeline mongod would refuse or this server would answer wrongly. */
 function checkPipeline(pipeline: unknown[]): void {
-  pipeline.forEach((stage, i) => {
+  pipeline.forEach((stage) => {
     if (!isPlainObject(stage) || Object.keys(stage).length !== 1) {
       throw new MongoError(40323, 'A pipeline stage specification object must contain exactly one field.', 'Location40323');
     }
@@ -536,7 +538,6 @@ function checkPipeline(pipeline: unknown[]): void {
       throw new MongoError(27, '$geoNear requires a 2d or 2dsphere index, but none were found', 'IndexNotFound');
     }
     if (!SUPPORTED_STAGES.has(name)) throw new MongoError(40324, `Unrecognized pipeline stage name: '${name}'`, 'Location40324');
-    if (name === '$out' && i !== pipeline.length - 1) throw new MongoError(40601, '$out can only be the final stage in the pipeline', 'Location40601');
     if (name === '$match' && isPlainObject(spec)) compileFilter(spec);
     if (name === '$facet' && isPlainObject(spec)) for (const sub of Object.values(spec)) if (Array.isArray(sub)) checkPipeline(sub);
     if ((name === '$lookup' || name === '$unionWith') && isPlainObject(spec) && Array.isArray(spec.pipeline)) checkPipeline(spec.pipeline);
@@ -563,6 +564,7 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     throw new MongoError(9, "The 'cursor' option is required, except for aggregate with the explain argument", 'FailedToParse');
   }
   checkPipeline(pipeline);
+  const write = parseWriteStage(engine, pipeline, ctx.db, cmd);
   const first = pipeline[0];
   if (first && isPlainObject(first) && '$changeStream' in first) {
     return openChangeStream(engine, cmd, ctx, first.$changeStream as Doc, pipeline.slice(1));
@@ -619,22 +621,14 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip }) : [];
     source = rows.map(([, d]) => deepCopy(d));
   }
-  let outTarget: string | undefined;
-  const last = stages[stages.length - 1];
-  if (last && '$out' in last) {
-    const o = last.$out;
-    outTarget = typeof o === 'string' ? o : String((o as Doc).coll);
-    stages = stages.slice(0, -1);
-  }
+  if (write) stages = stages.slice(0, -1);
   const resolver = (coll: string): Doc[] => engine.getCollection(ctx.db, coll)?.allDocs().map(deepCopy) ?? [];
   const results = stages.length > 0 ? (new Aggregator(stages, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(source) as Doc[]) : source;
-  if (outTarget) {
-    engine.dropCollection(ctx.db, outTarget);
-    const target = engine.ensureCollection(ctx.db, outTarget);
-    for (const d of results) engine.insert(target, withIdFirst(d));
+  if (cmd.explain) return { stages: pipeline, ok: 1 };
+  if (write) {
+    runWriteStage(engine, write, results, cmd, { withIdFirst, checkFieldNames, checkSize, upsertDocument });
     return { cursor: { firstBatch: [], id: Long.ZERO, ns: `${ctx.db}.${name ?? '$cmd.aggregate'}` }, ok: 1 };
   }
-  if (cmd.explain) return { stages: pipeline, ok: 1 };
   const batchSize = cmd.cursor?.batchSize;
   return cursorReply(engine, `${ctx.db}.${name ?? '$cmd.aggregate'}`, results, batchSize === undefined ? undefined : Number(batchSize));
 };

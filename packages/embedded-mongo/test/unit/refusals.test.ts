@@ -46,7 +46,6 @@ describe('refused commands and options', () => {
       codeName: 'Location31264',
       message: 'Cannot run server-side javascript',
     },
-    { name: '$merge', cmd: { aggregate: 'c', pipeline: [{ $merge: { into: 'd' } }], cursor: {} }, code: 40324, codeName: 'Location40324', message: "Unrecognized pipeline stage name: '$merge'" },
     { name: '$search', cmd: { aggregate: 'c', pipeline: [{ $search: { text: { query: 'x', path: 'a' } } }], cursor: {} }, code: 40324, codeName: 'Location40324', message: "Unrecognized pipeline stage name: '$search'" },
     { name: 'an unknown stage inside $facet', cmd: { aggregate: 'c', pipeline: [{ $facet: { f: [{ $bogus: 1 }] } }], cursor: {} }, code: 40324, codeName: 'Location40324', message: "Unrecognized pipeline stage name: '$bogus'" },
     { name: 'an unknown stage inside $lookup', cmd: { aggregate: 'c', pipeline: [{ $lookup: { from: 'd', as: 'x', pipeline: [{ $bogus: 1 }] } }], cursor: {} }, code: 40324, codeName: 'Location40324', message: "Unrecognized pipeline stage name: '$bogus'" },
