@@ -5,14 +5,15 @@ import { startEmbeddedMongo } from './index.js';
 
 const USAGE =
   'usage: npm run db -- [--port=N (default 27017, 0: any free port)] [--dbpath=DIR (persist; default: in memory)] [--host=ADDR (default 127.0.0.1)]' +
-  ' [--journal-compact-bytes=N (with --dbpath: fold the journal into a new snapshot once it passes N bytes and the snapshot\'s size; default 64 MiB)]';
+  ' [--journal-compact-bytes=N (with --dbpath: fold the journal into a new snapshot once it passes N bytes and the snapshot\'s size; default 64 MiB)]' +
+  ' [--changelog-mb=N (MiB of change events kept for change streams to resume from; default 64)]';
 
 function fail(message: string): never {
   console.error(`${message}\n${USAGE}`);
   process.exit(2);
 }
 
-let values: { port?: string; dbpath?: string; host?: string; 'journal-compact-bytes'?: string; help?: boolean };
+let values: { port?: string; dbpath?: string; host?: string; 'journal-compact-bytes'?: string; 'changelog-mb'?: string; help?: boolean };
 try {
   ({ values } = parseArgs({
     options: {
@@ -20,6 +21,7 @@ try {
       dbpath: { type: 'string' },
       host: { type: 'string' },
       'journal-compact-bytes': { type: 'string' },
+      'changelog-mb': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -39,12 +41,15 @@ if (values.dbpath === '') fail('--dbpath must name a directory');
 const host = values.host ?? '127.0.0.1';
 const compactBytes = values['journal-compact-bytes'];
 if (compactBytes !== undefined && !/^[1-9]\d*$/.test(compactBytes)) fail(`--journal-compact-bytes must be a positive integer, got "${compactBytes}"`);
+const changelogMb = values['changelog-mb'];
+if (changelogMb !== undefined && !(/^\d+(\.\d+)?$/.test(changelogMb) && Number(changelogMb) > 0)) fail(`--changelog-mb must be a positive number, got "${changelogMb}"`);
 
 const server = await startEmbeddedMongo({
   port,
   host,
   dbPath: values.dbpath,
   journalCompactBytes: compactBytes === undefined ? undefined : Number(compactBytes),
+  changelogMb: changelogMb === undefined ? undefined : Number(changelogMb),
 });
 console.log(`MONGODB_URI=${server.uri}`);
 

@@ -5,14 +5,15 @@ import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
 import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
-import { Engine, type ChangeEvent, type ChangeStreamState } from './engine.js';
+import { Engine, streamSees, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
 import { compileFilter, MINGO_OPTIONS, pathValues, refuseJavaScript } from './matcher.js';
+import { currentOps, parseCurrentOpOptions, serverStatusSections, type Monitor } from './monitor.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
 import { parseValidator, validateWrite } from './validator.js';
 
-export type CommandContext = { db: string; connectionId: number; startedAt: number };
+export type CommandContext = { db: string; connectionId: number; monitor: Monitor };
 type Handler = (engine: Engine, cmd: Doc, ctx: CommandContext) => Doc | Promise<Doc>;
 
 export const MAX_BSON_SIZE = 16 * 1024 * 1024;
@@ -217,6 +218,8 @@ const getMore: Handler = (engine, cmd, ctx) => {
   if (cursor.kind === 'change') return changeGetMore(engine, id, cursor.ns, cursor.stream, batchSize, cmd.maxTimeMS);
   const batch = takeBatch(cursor.docs, cursor.pos, batchSize);
   cursor.pos += batch.length;
+  cursor.docsReturned += batch.length;
+  cursor.batchesReturned++;
   let outId = Long.fromBigInt(id);
   if (cursor.pos >= cursor.docs.length) {
     engine.cursors.delete(id);
@@ -227,16 +230,25 @@ const getMore: Handler = (engine, cmd, ctx) => {
 
 /** A change-stream getMore waits up to maxTimeMS (mongod's default: 1 s) for events. */
 async function changeGetMore(engine: Engine, id: bigint, ns: string, stream: ChangeStreamState, batchSize: number, maxTimeMS: unknown): Promise<Doc> {
-  let batch = changeBatch(engine, stream, batchSize);
-  if (batch.length === 0) {
+  let batch: Doc[];
+  try {
+    batch = changeBatch(engine, stream, batchSize);
     const deadline = Date.now() + (maxTimeMS === undefined ? 1000 : Number(maxTimeMS));
     while (batch.length === 0 && Date.now() < deadline && engine.cursors.has(id)) {
       await engine.waitForEvents(deadline - Date.now(), (db, coll) => streamSees(stream, db, coll));
       batch = changeBatch(engine, stream, batchSize);
     }
+  } catch (e) {
+    // A getMore that fails kills its cursor, as on mongod.
+    engine.cursors.delete(id);
+    throw e;
   }
   const cursor = engine.cursors.get(id);
-  if (cursor) cursor.lastUsed = Date.now();
+  if (cursor) {
+    cursor.lastUsed = Date.now();
+    cursor.docsReturned += batch.length;
+    cursor.batchesReturned++;
+  }
   return {
     cursor: { nextBatch: batch, id: cursor ? Long.fromBigInt(id) : Long.ZERO, ns, postBatchResumeToken: resumeToken(stream.after) },
     ok: 1,
@@ -451,13 +463,8 @@ function eventDoc(engine: Engine, e: ChangeEvent, stream: ChangeStreamState): Do
   return out;
 }
 
-/** Whether events of namespace db.coll reach this stream (a collection, a database, or all of them from admin). */
-function streamSees(stream: ChangeStreamState, db: string, coll: string): boolean {
-  return (stream.db === 'admin' || db === stream.db) && (stream.coll === undefined || coll === stream.coll);
-}
-
 function changeBatch(engine: Engine, stream: ChangeStreamState, batchSize: number): Doc[] {
-  const events = engine.eventsAfter(stream.after);
+  const events = engine.unreadEvents(stream);
   const out: Doc[] = [];
   for (const e of events) {
     stream.after = e.seq;
@@ -479,11 +486,9 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
     after = parseResumeToken(token);
     engine.eventsAfter(after); // throws ChangeStreamHistoryLost when the point is gone
   } else if (spec.startAtOperationTime) {
-    const ts = spec.startAtOperationTime as Timestamp;
-    const first = engine.events.find((e) => compareValues(e.clusterTime, ts) >= 0);
-    after = first ? first.seq - 1 : engine.lastSeq;
+    after = engine.seqAtTime(spec.startAtOperationTime as Timestamp);
   }
-  const transform = changeTransform(rest);
+  const transform = stagesTransform(rest);
   const stream: ChangeStreamState = {
     db: ctx.db,
     coll: collection,
@@ -492,19 +497,20 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
     fullDocumentBeforeChange: String(spec.fullDocumentBeforeChange ?? 'off'),
     transform,
     showExpanded: spec.showExpandedEvents === true,
+    lost: false,
   };
   const ns = collection ? `${ctx.db}.${collection}` : `${ctx.db}.$cmd.aggregate`;
   const batchSize = Number(cmd.cursor?.batchSize ?? DEFAULT_BATCH);
   const firstBatch = batchSize > 0 ? changeBatch(engine, stream, batchSize) : [];
-  const id = engine.openChangeCursor(ns, stream);
+  const id = engine.openChangeCursor(ns, stream, firstBatch.length);
   return { cursor: { firstBatch, id, ns, postBatchResumeToken: resumeToken(stream.after) }, operationTime: engine.clusterTime(), ok: 1 };
 }
 
 /**
- * The stages after $changeStream, applied to each event. Leading $match stages (the usual filter on
- * operationType or fields) run as compiled predicates; mingo runs whatever follows.
+ * The stages after $changeStream (applied to each event) or $currentOp. Leading $match stages (the
+ * usual filter on operationType or fields) run as compiled predicates; mingo runs whatever follows.
  */
-function changeTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
+function stagesTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
   let leading = 0;
   while (leading < stages.length && isPlainObject(stages[leading]) && Object.keys(stages[leading]).length === 1 && isPlainObject(stages[leading].$match)) leading++;
   const matches = stages.slice(0, leading).map((stage) => compileFilter(stage.$match as Doc));
@@ -569,11 +575,20 @@ const aggregate: Handler = (engine, cmd, ctx) => {
   if (first && isPlainObject(first) && '$changeStream' in first) {
     return openChangeStream(engine, cmd, ctx, first.$changeStream as Doc, pipeline.slice(1));
   }
+  const name = typeof cmd.aggregate === 'string' ? cmd.aggregate : undefined;
+  if (first && isPlainObject(first) && '$currentOp' in first && (ctx.db !== 'admin' || name !== undefined)) {
+    throw new MongoError(73, "$currentOp must be run against the 'admin' database with {aggregate: 1}", 'InvalidNamespace');
+  }
   let stages = pipeline;
   let source: Doc[];
-  const name = typeof cmd.aggregate === 'string' ? cmd.aggregate : undefined;
   if (name === undefined) {
-    if (first && ('$currentOp' in first || '$listLocalSessions' in first)) {
+    if (first && '$currentOp' in first) {
+      // The $match stages right after it run compiled: the reports hold Longs, which mingo does not compare.
+      let matches = 1;
+      while (matches < pipeline.length && '$match' in pipeline[matches]) matches++;
+      source = stagesTransform(pipeline.slice(1, matches))(currentOps(ctx.monitor, engine, parseCurrentOpOptions(first.$currentOp)));
+      stages = pipeline.slice(matches);
+    } else if (first && '$listLocalSessions' in first) {
       source = [];
       stages = pipeline.slice(1);
     } else if (first && '$documents' in first) {
@@ -862,14 +877,30 @@ const serverStatus: Handler = (engine, _cmd, ctx) => {
     version: VERSION,
     process: 'embedded-mongo',
     pid: Long.fromNumber(process.pid),
-    uptime: Math.floor((Date.now() - ctx.startedAt) / 1000),
-    localTime: new Date(),
-    connections: { current: 0, available: 1000 },
+    ...serverStatusSections(ctx.monitor, engine),
     storageEngine: { name: 'embedded', persistent: journal !== undefined },
     // Not a mongod section: the --dbpath journal's size and compactions, for tests and benchmarks.
     ...(journal && { journal }),
     ok: 1,
   };
+};
+
+/** Fields of a currentOp command that are options or generic arguments, not part of its filter. */
+const CURRENT_OP_ARGUMENTS = new Set([
+  '$all', '$ownOps', '$truncateOps', '$db', 'lsid', '$clusterTime', '$readPreference', 'comment', 'maxTimeMS', 'readConcern',
+  'writeConcern', 'apiVersion', 'apiStrict', 'apiDeprecationErrors', '$client',
+]);
+
+/**
+ * mongod runs the currentOp command as `$currentOp` (idle connections with `$all`, commands over 1 KB
+ * truncated) followed by a `$match` on the command's other fields, and answers in one document.
+ */
+const currentOp: Handler = (engine, cmd, ctx) => {
+  const filter: Doc = {};
+  for (const [key, value] of Object.entries(cmd).slice(1)) if (!CURRENT_OP_ARGUMENTS.has(key)) filter[key] = value;
+  const match = compileFilter(filter);
+  const ops = currentOps(ctx.monitor, engine, { idleConnections: Boolean(cmd.$all), idleCursors: false, truncateOps: true });
+  return { inprog: ops.filter((op) => match(op)), ok: 1 };
 };
 
 export const COMMANDS: Record<string, Handler> = {
@@ -894,7 +925,7 @@ export const COMMANDS: Record<string, Handler> = {
   connectionStatus: () => ({ authInfo: { authenticatedUsers: [], authenticatedUserRoles: [] }, ok: 1 }),
   serverStatus,
   getLog: () => ({ totalLinesWritten: 0, log: [], ok: 1 }),
-  currentOp: () => ({ inprog: [], ok: 1 }),
+  currentOp,
   fsync: () => ({ numFiles: 1, ok: 1 }),
   listCommands: () => ({ commands: Object.fromEntries(Object.keys(COMMANDS).map((k) => [k, {}])), ok: 1 }),
   insert,
@@ -934,10 +965,13 @@ export function runCommand(engine: Engine, body: Doc, ctx: CommandContext): Doc 
     if (body.txnNumber !== undefined || body.startTransaction !== undefined || body.autocommit !== undefined) refuseTransactions();
     const handler = Object.prototype.hasOwnProperty.call(COMMANDS, name) ? COMMANDS[name] : undefined;
     if (!handler) throw commandNotFound(name);
+    engine.runningCommand = body;
     result = handler(engine, body, ctx);
   } catch (e) {
     engine.commit();
     return errorReply(e);
+  } finally {
+    engine.runningCommand = undefined;
   }
   if (result instanceof Promise) {
     return result.then(

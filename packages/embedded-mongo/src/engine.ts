@@ -1,7 +1,7 @@
 // The storage engine: databases and collections, every mutation (journaled and published as a change
 // event), and the cursor registry. Commands run synchronously against it, so each command is atomic.
-import { Long, Timestamp, UUID } from 'bson';
-import type { Doc } from './bson-order.js';
+import { BSON, Long, Timestamp, UUID } from 'bson';
+import { compareValues, type Doc } from './bson-order.js';
 import { Collection, type IndexSpec } from './collection.js';
 import { MongoError } from './errors.js';
 import { Journal, type JournalRecord, type JournalStats } from './journal.js';
@@ -18,12 +18,19 @@ export type ChangeEvent = {
   updateDescription?: UpdateDescription;
   clusterTime: Timestamp;
   wallTime: Date;
+  /** BSON size of the event, measured once when it is logged; the change log's bound counts these. */
+  bytes: number;
 };
 
 export type Cursor = {
   id: bigint;
   ns: string;
   lastUsed: number;
+  created: Date;
+  /** The command that opened the cursor (currentOp reports it as `originatingCommand`). */
+  origin: Doc | undefined;
+  docsReturned: number;
+  batchesReturned: number;
 } & (
   | { kind: 'docs'; docs: Doc[]; pos: number }
   | { kind: 'change'; stream: ChangeStreamState }
@@ -38,26 +45,38 @@ export type ChangeStreamState = {
   fullDocumentBeforeChange: string;
   transform: (events: Doc[]) => Doc[];
   showExpanded: boolean;
+  /** Set when an event this stream would have returned was dropped from the change log before it read it. */
+  lost: boolean;
 };
 
-const EVENT_RETENTION = 10_000;
-const EVENT_TRIM_SLACK = 1_000;
-/** Events stay resumable at least this long (after every open stream has read them). */
-const EVENT_RESUME_WINDOW_MS = 60_000;
+/** The change log's default bound: the BSON bytes of the events it keeps. */
+export const DEFAULT_CHANGELOG_BYTES = 64 * 1024 * 1024;
 
 export type EngineOptions = {
   /** Persist to this directory (journal and snapshot); in memory when unset. */
   dbPath?: string;
   /** Journal size past which it is folded into a new snapshot (see JournalOptions.compactBytes). */
   journalCompactBytes?: number;
+  /** BSON bytes of change events kept for change streams to read and resume from (oldest dropped first). */
+  changelogBytes?: number;
 };
+
+export type ChangelogStats = { events: number; bytes: number; boundBytes: number; oldestEventTime: Date | null };
 
 export class Engine {
   readonly dbs = new Map<string, Map<string, Collection>>();
   readonly uuids = new Map<string, UUID>();
   readonly cursors = new Map<bigint, Cursor>();
   private nextCursorId = BigInt(Date.now() % 1_000_000) * 1000n + 1n;
+  /** The command being run, recorded on the cursors it opens. */
+  runningCommand: Doc | undefined;
   readonly events: ChangeEvent[] = [];
+  private readonly changelogBound: number;
+  private changelogBytes = 0;
+  /** The cluster time of the newest event that is not in the change log (dropped, or never logged). */
+  private lostTime: Timestamp | undefined;
+  /** A stream lost its place in this command: its waiting getMore must wake to report it. */
+  private streamLost = false;
   private seq = 0;
   private readonly waiters = new Map<() => void, ((db: string, coll: string) => boolean) | undefined>();
   private pending: JournalRecord[] = [];
@@ -67,6 +86,7 @@ export class Engine {
   private clusterInc = 0;
 
   constructor(opts: EngineOptions = {}) {
+    this.changelogBound = opts.changelogBytes ?? DEFAULT_CHANGELOG_BYTES;
     if (opts.dbPath) {
       this.journal = new Journal(opts.dbPath, { compactBytes: opts.journalCompactBytes });
       this.replaying = true;
@@ -195,6 +215,10 @@ export class Engine {
       // Fold the journal into a new snapshot once it outgrows its bound, so restarts stay quick.
       if (this.journal.due) void this.journal.compact(() => this.capture());
     }
+    if (this.streamLost) {
+      this.streamLost = false;
+      this.wakeAll();
+    }
     if (this.waiters.size > 0 && this.notifiedSeq < this.seq) {
       // Wake only the streams that can see one of the new events (a stream on one collection does not
       // wake for writes elsewhere); the rest keep waiting without a pass over the events.
@@ -315,31 +339,47 @@ export class Engine {
     return this.seq;
   }
 
-  private emit(e: Omit<ChangeEvent, 'seq' | 'clusterTime' | 'wallTime'>): void {
+  private emit(e: Omit<ChangeEvent, 'seq' | 'clusterTime' | 'wallTime' | 'bytes'>): void {
     if (this.replaying) return;
     // Without an open change stream nobody can ask for history older than "now", so keep none.
     if (!this.hasChangeStreams()) {
       this.notifiedSeq = ++this.seq;
+      this.lostTime = this.clusterTime();
       return;
     }
-    this.events.push({ ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date() });
-    this.trimEvents();
+    const event = { ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date(), bytes: 0 };
+    event.bytes = BSON.calculateObjectSize(event);
+    this.events.push(event);
+    this.changelogBytes += event.bytes;
+    if (this.changelogBytes > this.changelogBound) this.trimChangelog();
   }
 
   /**
-   * Drops events every open change stream has read and that are past the resume window (events keep
-   * whole documents alive), and in any case beyond EVENT_RETENTION.
+   * Drops the oldest events until the log is back under its bound, always keeping the newest. It drops
+   * down to 15/16 of the bound at once (mongod also truncates its oplog in whole chunks): one splice per
+   * chunk rather than one per write. A stream that had not read a dropped event it would see loses its
+   * place, as on mongod when the oplog rolls over; the others just move past what they would not see.
    */
-  private trimEvents(): void {
-    // Past the cap, drop a slack's worth at once: splicing one event per write shifts the whole array.
-    let drop = this.events.length > EVENT_RETENTION + EVENT_TRIM_SLACK ? this.events.length - EVENT_RETENTION : 0;
-    if ((this.seq & 255) === 0) {
-      let minAfter = this.seq;
-      for (const c of this.cursors.values()) if (c.kind === 'change') minAfter = Math.min(minAfter, c.stream.after);
-      const cutoff = Date.now() - EVENT_RESUME_WINDOW_MS;
-      while (drop < this.events.length && this.events[drop].seq <= minAfter && this.events[drop].wallTime.getTime() < cutoff) drop++;
+  private trimChangelog(): void {
+    const target = this.changelogBound - this.changelogBound / 16;
+    let drop = 0;
+    let bytes = this.changelogBytes;
+    while (drop < this.events.length - 1 && bytes > target) bytes -= this.events[drop++].bytes;
+    if (drop === 0) return;
+    const dropped = this.events.splice(0, drop);
+    this.changelogBytes = bytes;
+    const last = dropped[dropped.length - 1];
+    this.lostTime = last.clusterTime;
+    for (const c of this.cursors.values()) {
+      if (c.kind !== 'change' || c.stream.lost || c.stream.after >= last.seq) continue;
+      const stream = c.stream;
+      if (dropped.some((d) => d.seq > stream.after && streamSees(stream, d.db, d.coll))) {
+        stream.lost = true;
+        this.streamLost = true;
+      } else {
+        stream.after = last.seq;
+      }
     }
-    if (drop > 0) this.events.splice(0, drop);
   }
 
   private changeStreamsOpened = false;
@@ -353,13 +393,15 @@ export class Engine {
     return this.changeStreamsOpened;
   }
 
-  /** Events after `seq`; throws ChangeStreamHistoryLost when they are no longer retained. */
+  changelogStats(): ChangelogStats {
+    return { events: this.events.length, bytes: this.changelogBytes, boundBytes: this.changelogBound, oldestEventTime: this.events[0]?.wallTime ?? null };
+  }
+
+  /** Events after `seq`, to resume a stream from; throws ChangeStreamHistoryLost when they are no longer kept. */
   eventsAfter(seq: number): ChangeEvent[] {
     if (seq >= this.seq) return [];
     const first = this.events[0];
-    if (!first || first.seq > seq + 1) {
-      throw new MongoError(286, 'Resume of change stream was not possible, as the resume point may no longer be in the oplog.', 'ChangeStreamHistoryLost');
-    }
+    if (!first || first.seq > seq + 1) throw historyLost();
     let lo = 0;
     let hi = this.events.length;
     while (lo < hi) {
@@ -368,6 +410,32 @@ export class Engine {
       else hi = mid;
     }
     return this.events.slice(lo);
+  }
+
+  /**
+   * Where a stream resuming at cluster time `ts` starts (the sequence before its first event); throws
+   * ChangeStreamHistoryLost when events at or after `ts` are no longer kept.
+   */
+  seqAtTime(ts: Timestamp): number {
+    if (this.lostTime && compareValues(this.lostTime, ts) >= 0) throw historyLost();
+    const first = this.events.find((e) => compareValues(e.clusterTime, ts) >= 0);
+    return first ? first.seq - 1 : this.seq;
+  }
+
+  /**
+   * The events an open stream has not read yet. A stream that lost its place gets mongod's error for a
+   * tailing cursor whose position was truncated away (CappedPositionLost, which drivers do not resume
+   * from: resuming would silently skip the lost events).
+   */
+  unreadEvents(stream: ChangeStreamState): ChangeEvent[] {
+    if (stream.lost) {
+      throw new MongoError(
+        136,
+        `Executor error during getMore :: caused by :: CollectionScan died due to position in capped collection being deleted. Last seen record id: RecordId(${stream.after})`,
+        'CappedPositionLost',
+      );
+    }
+    return this.eventsAfter(stream.after);
   }
 
   /**
@@ -395,20 +463,40 @@ export class Engine {
   openCursor(ns: string, docs: Doc[], pos: number): Long {
     if (pos >= docs.length) return Long.ZERO;
     const id = this.nextCursorId++;
-    this.cursors.set(id, { id, ns, kind: 'docs', docs, pos, lastUsed: Date.now() });
+    this.cursors.set(id, { id, ns, kind: 'docs', docs, pos, ...this.cursorOpened(pos) });
     return Long.fromBigInt(id);
   }
 
-  openChangeCursor(ns: string, stream: ChangeStreamState): Long {
+  openChangeCursor(ns: string, stream: ChangeStreamState, returned: number): Long {
     const id = this.nextCursorId++;
-    this.cursors.set(id, { id, ns, kind: 'change', stream, lastUsed: Date.now() });
+    this.cursors.set(id, { id, ns, kind: 'change', stream, ...this.cursorOpened(returned) });
     return Long.fromBigInt(id);
   }
+
+  private cursorOpened(returned: number): Pick<Cursor, 'lastUsed' | 'created' | 'origin' | 'docsReturned' | 'batchesReturned'> {
+    return { lastUsed: Date.now(), created: new Date(), origin: this.runningCommand, docsReturned: returned, batchesReturned: 1 };
+  }
+
+  /** Cursors dropped by reapCursors since startup (serverStatus metrics.cursor.timedOut). */
+  timedOutCursors = 0;
 
   /** Drops cursors idle for longer than mongod's default cursor timeout (10 minutes). */
   reapCursors(now = Date.now()): void {
-    for (const [id, c] of this.cursors) if (now - c.lastUsed > 10 * 60_000) this.cursors.delete(id);
+    for (const [id, c] of this.cursors) {
+      if (now - c.lastUsed <= 10 * 60_000) continue;
+      this.cursors.delete(id);
+      this.timedOutCursors++;
+    }
   }
+}
+
+/** Whether events of namespace db.coll reach this stream (a collection, a database, or all of them from admin). */
+export function streamSees(stream: ChangeStreamState, db: string, coll: string): boolean {
+  return (stream.db === 'admin' || db === stream.db) && (stream.coll === undefined || coll === stream.coll);
+}
+
+function historyLost(): MongoError {
+  return new MongoError(286, 'Resume of change stream was not possible, as the resume point may no longer be in the oplog.', 'ChangeStreamHistoryLost');
 }
 
 /** A namespace's database and collection names. */

@@ -1,24 +1,33 @@
 // TCP listener: frames messages, runs commands one at a time per connection in arrival order, and
 // replies with OP_MSG (or OP_REPLY for legacy OP_QUERY handshakes).
 import net from 'node:net';
+import os from 'node:os';
 import type { Doc } from './bson-order.js';
-import { runCommand, type CommandContext } from './commands.js';
+import { COMMANDS, runCommand, type CommandContext } from './commands.js';
 import { Engine } from './engine.js';
+import { MAX_CONNECTIONS, Monitor, type Connection } from './monitor.js';
 import { MessageReader, encodeMsg, encodeReply, parseMessage, type Request } from './wire.js';
 
-export type ServerOptions = { port: number; host: string; dbPath?: string; journalCompactBytes?: number; ttlIntervalMs?: number };
+export type ServerOptions = {
+  port: number;
+  host: string;
+  dbPath?: string;
+  journalCompactBytes?: number;
+  changelogBytes?: number;
+  ttlIntervalMs?: number;
+};
 
 export class EmbeddedServer {
   readonly engine: Engine;
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
-  private nextConnectionId = 1;
-  private readonly startedAt = Date.now();
+  private readonly monitor = new Monitor();
   private timers: NodeJS.Timeout[] = [];
 
   constructor(private readonly opts: ServerOptions) {
-    this.engine = new Engine({ dbPath: opts.dbPath, journalCompactBytes: opts.journalCompactBytes });
+    this.engine = new Engine({ dbPath: opts.dbPath, journalCompactBytes: opts.journalCompactBytes, changelogBytes: opts.changelogBytes });
     this.server = net.createServer((socket) => this.accept(socket));
+    this.server.maxConnections = MAX_CONNECTIONS;
   }
 
   async listen(): Promise<number> {
@@ -34,21 +43,25 @@ export class EmbeddedServer {
     ttl.unref();
     reap.unref();
     this.timers.push(ttl, reap);
-    return (this.server.address() as net.AddressInfo).port;
+    const { port } = this.server.address() as net.AddressInfo;
+    this.monitor.host = `${os.hostname()}:${port}`;
+    return port;
   }
 
   private accept(socket: net.Socket): void {
     socket.setNoDelay(true);
     this.sockets.add(socket);
     const reader = new MessageReader();
-    const ctx: CommandContext = { db: 'admin', connectionId: this.nextConnectionId++, startedAt: this.startedAt };
+    const address = socket.remoteAddress ?? '';
+    const connection = this.monitor.connect(`${address.includes(':') ? `[${address}]` : address}:${socket.remotePort}`);
+    const ctx: CommandContext = { db: 'admin', connectionId: connection.id, monitor: this.monitor };
     // Requests on one connection are answered in order; a waiting getMore holds the ones behind it,
     // as mongod does (drivers never pipeline on a connection anyway).
     const pending: Buffer[] = [];
     let waiting = false;
     const drain = (): void => {
       while (!waiting && pending.length > 0) {
-        const r = this.handle(socket, pending.shift()!, ctx);
+        const r = this.handle(socket, pending.shift()!, ctx, connection);
         if (r) {
           waiting = true;
           void r.then(() => {
@@ -67,12 +80,15 @@ export class EmbeddedServer {
       }
       drain();
     });
-    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('close', () => {
+      this.sockets.delete(socket);
+      this.monitor.disconnect(connection);
+    });
     socket.on('error', () => socket.destroy());
   }
 
   /** Runs one request; returns a promise only when the command has to wait. */
-  private handle(socket: net.Socket, message: Buffer, ctx: CommandContext): Promise<void> | undefined {
+  private handle(socket: net.Socket, message: Buffer, ctx: CommandContext, connection: Connection): Promise<void> | undefined {
     let req: Request;
     try {
       req = parseMessage(message);
@@ -83,8 +99,15 @@ export class EmbeddedServer {
     const body: Doc = req.body;
     const db = req.kind === 'query' ? req.collection.split('.')[0] : typeof body.$db === 'string' ? body.$db : 'admin';
     ctx.db = db;
+    const op = this.monitor.begin(connection, db, body, Object.prototype.hasOwnProperty.call(COMMANDS, Object.keys(body)[0]));
     const reply = runCommand(this.engine, body, ctx);
-    if (reply instanceof Promise) return reply.then((r) => this.respond(socket, req, r));
+    if (reply instanceof Promise) {
+      return reply.then((r) => {
+        this.monitor.end(op, r);
+        this.respond(socket, req, r);
+      });
+    }
+    this.monitor.end(op, reply);
     this.respond(socket, req, reply);
     return undefined;
   }

@@ -8,11 +8,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { Doc } from '../../src/bson-order.js';
 import { runCommand } from '../../src/commands.js';
 import { Engine } from '../../src/engine.js';
+import { Monitor } from '../../src/monitor.js';
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-aggwrites-'));
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
-const ctx = { db: 't', connectionId: 1, startedAt: Date.now() };
+const ctx = { db: 't', connectionId: 1, monitor: new Monitor() };
 const run = (engine: Engine, cmd: Doc): Doc => runCommand(engine, cmd, ctx) as Doc;
 const aggregate = (engine: Engine, pipeline: Doc[], extra: Doc = {}): Doc => run(engine, { aggregate: 'src', pipeline, cursor: {}, ...extra });
 const stored = (engine: Engine, db: string, coll: string): Doc[] | undefined => engine.getCollection(db, coll)?.allDocs();

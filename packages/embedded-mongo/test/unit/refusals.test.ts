@@ -9,8 +9,9 @@ import { describe, expect, it } from 'vitest';
 import type { Doc } from '../../src/bson-order.js';
 import { runCommand } from '../../src/commands.js';
 import { Engine } from '../../src/engine.js';
+import { Monitor } from '../../src/monitor.js';
 
-const ctx = { db: 'unit', connectionId: 1, startedAt: Date.now() };
+const ctx = { db: 'unit', connectionId: 1, monitor: new Monitor() };
 
 async function run(engine: Engine, cmd: Doc): Promise<Doc> {
   return runCommand(engine, cmd, ctx);
