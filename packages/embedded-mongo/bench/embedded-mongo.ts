@@ -1,22 +1,26 @@
-// Benchmark of the embedded MongoDB server (not a test): `npx tsx bench/embedded-mongo.ts`.
-// The server runs in its own process so its CPU time can be read from /proc; prints guarded
-// findOneAndUpdate by _id and insertOne at 10 and at 100,000 documents, Agenda drain rates, and the
-// --dbpath restart after SIGKILL with a 1,000,000-record journal and the compaction that follows.
+// Benchmark of the embedded MongoDB server (not a test): `npm run bench:db` at the repository root.
+// The server runs in its own process so its CPU time and memory can be read from /proc; prints guarded
+// findOneAndUpdate by _id and insertOne at 10 and at 100,000 documents, Agenda drain rates, the server's
+// memory while 100,000 change events of 100 KB documents pass an open change stream, and the --dbpath
+// restart after SIGKILL with a 1,000,000-record journal and the compaction that follows. BENCH_OPS,
+// BENCH_AGENDA_JOBS, BENCH_CHANGE_EVENTS, BENCH_CHANGE_DOC_BYTES and BENCH_JOURNAL_RECORDS scale it down.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MongoClient, ObjectId, type Collection } from 'mongodb';
-import { cpuMicros } from './proc-cpu.js';
+import { MongoClient, MongoServerError, ObjectId, type Collection } from 'mongodb';
+import { cpuMicros, peakRssMiB } from './proc-stats.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cli = path.join(root, 'packages', 'embedded-mongo', 'src', 'cli.ts');
-const worker = path.join(root, 'packages', 'embedded-mongo', 'test', 'fixtures', 'agenda-worker.ts');
+const cli = path.join(root, 'src', 'cli.ts');
+const worker = path.join(root, 'test', 'fixtures', 'agenda-worker.ts');
 
 const OPS = Number(process.env.BENCH_OPS ?? 10_000);
 const CONCURRENCY = 16;
 const AGENDA_JOBS = Number(process.env.BENCH_AGENDA_JOBS ?? 10_000);
+const CHANGE_EVENTS = Number(process.env.BENCH_CHANGE_EVENTS ?? 100_000);
+const CHANGE_DOC_BYTES = Number(process.env.BENCH_CHANGE_DOC_BYTES ?? 100_000);
 const JOURNAL_RECORDS = Number(process.env.BENCH_JOURNAL_RECORDS ?? 1_000_000);
 
 function startServer(args: string[] = []): Promise<{ child: ChildProcess; uri: string }> {
@@ -123,13 +127,62 @@ async function agendaFigure(uri: string, workers: number): Promise<{ jobsPerSec:
   return { jobsPerSec: Math.round((processed / ms) * 1000), processed };
 }
 
-/** Peak resident memory of a process, in MiB (0 where there is no /proc). */
-function peakRssMiB(pid: number): number {
+type MemoryStatus = { rssMiB: number; heapMiB: number; changelogMiB: number; changelogEvents: number; boundMiB: number };
+
+async function memoryStatus(client: MongoClient): Promise<MemoryStatus> {
+  const s = await client.db('admin').command({ serverStatus: 1 });
+  const MiB = 1024 ** 2;
+  return {
+    rssMiB: s.mem.resident,
+    heapMiB: Math.round(s.embedded.heap.usedBytes / MiB),
+    changelogMiB: Math.round(s.embedded.changelog.bytes / MiB),
+    changelogEvents: s.embedded.changelog.events,
+    boundMiB: Math.round(s.embedded.changelog.boundBytes / MiB),
+  };
+}
+
+/**
+ * The server's memory while CHANGE_EVENTS change events of CHANGE_DOC_BYTES documents pass a change
+ * stream that is open but never read (the worst case: every event is one it has not read). The change
+ * log is bounded by bytes, so RSS and heap level off near the bound instead of growing with the events;
+ * a sample every tenth of the run. The events replace ten documents over and over, so the collection
+ * itself stays small.
+ */
+async function changelogMemory(): Promise<void> {
+  const { child, uri } = await startServer();
   try {
-    const kib = /VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return kib ? Math.round(Number(kib[1]) / 1024) : 0;
-  } catch {
-    return 0;
+    const client = await MongoClient.connect(uri, { maxPoolSize: CONCURRENCY });
+    const docs = client.db('bench_changelog').collection<{ _id: number; n: number; pad: string }>('docs');
+    await docs.insertMany(Array.from({ length: 10 }, (_, i) => ({ _id: i, n: 0, pad: '' })));
+    const stream = docs.watch([], { maxAwaitTimeMS: 10 });
+    await stream.tryNext(); // opens the stream on the server; it is not read again until the end
+    const before = await memoryStatus(client);
+    console.log(
+      `change log: bound ${before.boundMiB} MiB; server before the events: RSS ${before.rssMiB} MiB, heap ${before.heapMiB} MiB`,
+    );
+    const pad = 'x'.repeat(CHANGE_DOC_BYTES);
+    const step = Math.max(1, Math.round(CHANGE_EVENTS / 10));
+    const t0 = performance.now();
+    for (let done = 0; done < CHANGE_EVENTS; done += step) {
+      const n = Math.min(step, CHANGE_EVENTS - done);
+      await runConcurrent(n, (i) => docs.replaceOne({ _id: (done + i) % 10 }, { n: done + i, pad }));
+      const m = await memoryStatus(client);
+      console.log(
+        `  after ${done + n} events of ${Math.round(CHANGE_DOC_BYTES / 1000)} KB: RSS ${m.rssMiB} MiB, heap ${m.heapMiB} MiB, ` +
+          `change log ${m.changelogMiB} MiB in ${m.changelogEvents} events`,
+      );
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    const lost = await stream.next().then(
+      () => 'returned an event (NOT expected)',
+      (e: unknown) => (e instanceof MongoServerError ? `failed with ${e.codeName} (${e.code})` : `failed: ${String(e)}`),
+    );
+    console.log(
+      `  ${Math.round(CHANGE_EVENTS / seconds)} events/s; peak RSS ${peakRssMiB(child.pid)} MiB; the unread stream's next getMore ${lost}`,
+    );
+    await client.close();
+  } finally {
+    child.kill('SIGTERM');
   }
 }
 
@@ -222,4 +275,5 @@ try {
 } finally {
   child.kill('SIGTERM');
 }
+if (CHANGE_EVENTS > 0) await changelogMemory();
 if (JOURNAL_RECORDS > 0) await restartFigures();
