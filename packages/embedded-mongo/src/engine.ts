@@ -344,7 +344,6 @@ export class Engine {
     // Without an open change stream nobody can ask for history older than "now", so keep none.
     if (!this.hasChangeStreams()) {
       this.notifiedSeq = ++this.seq;
-      this.lostTime = this.clusterTime();
       return;
     }
     const event = { ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date(), bytes: 0 };
@@ -386,6 +385,8 @@ export class Engine {
 
   /** Event history is only recorded once a change stream has been opened (saves memory otherwise). */
   markChangeStreams(): void {
+    // The writes before this one were never logged: a stream cannot start at or before them.
+    if (!this.changeStreamsOpened && this.seq > 0) this.lostTime = this.clusterTime();
     this.changeStreamsOpened = true;
   }
 
