@@ -291,6 +291,17 @@ describe('currentOp', () => {
     expect(mine[0]).toMatchObject({ type: 'op', active: true, op: 'command', ns: 'admin.$cmd.aggregate', command: { aggregate: 1 } });
   });
 
+  // https://www.mongodb.com/docs/manual/reference/command/currentOp/#mongodb-data-currentOp.command:
+  // the currentOp command reports a command over 1 KB as {$truncated: <summary>, comment}.
+  it('truncates a command over 1 KB in the currentOp command, keeping its comment', async () => {
+    const tag = 'z'.repeat(1500);
+    const { inprog } = await client.db('admin').command({ currentOp: 1, 'command.comment': tag, comment: tag });
+    expect(inprog).toHaveLength(1);
+    expect(inprog[0].command.comment).toBe(tag);
+    expect(typeof inprog[0].command.$truncated).toBe('string');
+    expect(inprog[0].command.currentOp).toBeUndefined();
+  });
+
   it('lists idle connections only with idleConnections: true', async () => {
     await watcher.db('admin').command({ ping: 1 });
     expect((await ops({})).every((o) => o.active === true)).toBe(true);
