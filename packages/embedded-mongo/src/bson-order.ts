@@ -209,7 +209,7 @@ function compareObjectIds(a: any, b: any): number {
   return compareBytes((a as ObjectId).id, (b as ObjectId).id);
 }
 
-function compareObjects(a: Doc, b: Doc): number {
+function compareObjects(a: Doc, b: Doc, strings: StringCompare | undefined): number {
   const ka = Object.keys(a);
   const kb = Object.keys(b);
   const n = Math.min(ka.length, kb.length);
@@ -219,13 +219,17 @@ function compareObjects(a: Doc, b: Doc): number {
     const r = typeRank(va) - typeRank(vb);
     if (r !== 0) return r < 0 ? -1 : 1;
     if (ka[i] !== kb[i]) return ka[i] < kb[i] ? -1 : 1;
-    const c = compareValues(va, vb);
+    const c = compareValues(va, vb, strings);
     if (c !== 0) return c;
   }
   return ka.length < kb.length ? -1 : ka.length > kb.length ? 1 : 0;
 }
 
-export function compareValues(a: any, b: any): number {
+/** How a collation orders two strings (see collation.ts); without one, strings compare by code unit. */
+export type StringCompare = (a: string, b: string) => number;
+
+/** BSON order of two values; `strings`, when given, orders strings (also inside arrays and documents). */
+export function compareValues(a: any, b: any, strings?: StringCompare): number {
   const ra = typeRank(a);
   const rb = typeRank(b);
   if (ra !== rb) return ra < rb ? -1 : 1;
@@ -239,14 +243,15 @@ export function compareValues(a: any, b: any): number {
     case 4: {
       const x = typeof a === 'string' ? a : String(a.value ?? a);
       const y = typeof b === 'string' ? b : String(b.value ?? b);
+      if (strings) return strings(x, y);
       return x < y ? -1 : x > y ? 1 : 0;
     }
     case 5:
-      return compareObjects(a, b);
+      return compareObjects(a, b, strings);
     case 6: {
       const n = Math.min(a.length, b.length);
       for (let i = 0; i < n; i++) {
-        const c = compareValues(a[i], b[i]);
+        const c = compareValues(a[i], b[i], strings);
         if (c !== 0) return c;
       }
       return a.length < b.length ? -1 : a.length > b.length ? 1 : 0;

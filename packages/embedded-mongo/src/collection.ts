@@ -1,7 +1,8 @@
 // One collection: documents by record id, its indexes, and the query planner that turns a filter into
 // index range scans. Documents are never mutated in place (updates build a new object), so cursors can
 // hold references safely.
-import { canonicalKey, compareValues, isPlainObject, typeRank, type Doc } from './bson-order.js';
+import { canonicalKey, compareValues, isPlainObject, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { collatorFor, sameCollation, type Collator } from './collation.js';
 import { MongoError } from './errors.js';
 import { compileFilter, getPath, pathValues, type Predicate } from './matcher.js';
 import { SortedIndex, type Entry } from './sorted-index.js';
@@ -26,19 +27,30 @@ export class Index {
   private readonly partial: Predicate | undefined;
   /** Whether the key pattern is plain ascending/descending (not text, 2dsphere, hashed). */
   readonly ordered: boolean;
+  /** The index's collation (spec.collation, filled in at creation); undefined: binary string order. */
+  readonly collator: Collator | undefined;
+  /** The collator's string order, which the tree is sorted by. */
+  readonly strings: StringCompare | undefined;
 
   constructor(readonly spec: IndexSpec) {
     this.fields = Object.entries(spec.key).map(([path, d]) => ({ path, parts: path.split('.'), dir: d === -1 || d === '-1' ? -1 : 1 }));
     this.ordered = Object.values(spec.key).every((d) => typeof d === 'number');
+    this.collator = spec.collation === undefined ? undefined : collatorFor(spec.collation);
+    // Intl.Collator has no sort keys, so a collated index is ordered by the collator itself: lookups,
+    // ranges and unique checks are comparisons in the tree, and equal under the collation is exactly
+    // what ICU says, which folding strings into a normalized key (lower case, accents stripped) would
+    // only approximate ('ß' and 'ss' are equal at strength 1, for one).
+    const strings = this.collator?.compare;
+    this.strings = strings;
     const fields = this.fields;
     this.tree = new SortedIndex((a, b) => {
       for (let i = 0; i < fields.length; i++) {
-        const c = compareValues(a.key[i], b.key[i]);
+        const c = compareValues(a.key[i], b.key[i], strings);
         if (c !== 0) return c * fields[i].dir;
       }
       return a.rid - b.rid;
     });
-    this.partial = spec.partialFilterExpression ? compileFilter(spec.partialFilterExpression) : undefined;
+    this.partial = spec.partialFilterExpression ? compileFilter(spec.partialFilterExpression, strings) : undefined;
   }
 
   /** All index keys of a document (several when a field holds an array); none if sparse/partial excludes it. */
@@ -105,7 +117,7 @@ export class Index {
     for (const key of keys) {
       const probe = (e: Entry): number => {
         for (let i = 0; i < n; i++) {
-          const c = compareValues(e.key[i], key[i]);
+          const c = compareValues(e.key[i], key[i], this.strings);
           if (c !== 0) return c * this.fields[i].dir;
         }
         return 0;
@@ -188,23 +200,28 @@ function extractConds(filter: Doc, out: Map<string, FieldCond> = new Map()): Map
   return out;
 }
 
-function inInterval(v: any, r: Interval): boolean {
+function inInterval(v: any, r: Interval, strings: StringCompare | undefined): boolean {
   if (typeRank(v) !== r.rank) return false;
   if (r.lo !== undefined) {
-    const c = compareValues(v, r.lo);
+    const c = compareValues(v, r.lo, strings);
     if (c < 0 || (c === 0 && !r.loInc)) return false;
   }
   if (r.hi !== undefined) {
-    const c = compareValues(v, r.hi);
+    const c = compareValues(v, r.hi, strings);
     if (c > 0 || (c === 0 && !r.hiInc)) return false;
   }
   return true;
 }
 
-function keyMatches(v: any, fc: FieldCond): boolean {
-  if (fc.points && !fc.points.some((p) => (p === null ? v === null : typeRank(v) === typeRank(p) && compareValues(v, p) === 0))) return false;
-  if (fc.range && !inInterval(v, fc.range)) return false;
+function keyMatches(v: any, fc: FieldCond, strings: StringCompare | undefined): boolean {
+  if (fc.points && !fc.points.some((p) => (p === null ? v === null : typeRank(v) === typeRank(p) && compareValues(v, p, strings) === 0))) return false;
+  if (fc.range && !inInterval(v, fc.range, strings)) return false;
   return true;
+}
+
+/** Whether a condition bounds strings: an index of another collation orders them differently. */
+function boundsStrings(fc: FieldCond): boolean {
+  return fc.range?.rank === 4 || (fc.points !== undefined && fc.points.some((p) => typeRank(p) === 4));
 }
 
 /** The value of an `_id: v` / `_id: {$eq: v}` condition on a scalar, else undefined. */
@@ -229,11 +246,14 @@ export type ScanPlan = {
 
 const MAX_PREFIXES = 1000;
 
-function planForConds(indexes: Index[], conds: Map<string, FieldCond>): ScanPlan | undefined {
+function planForConds(indexes: Index[], all: Map<string, FieldCond>, collator: Collator | undefined): ScanPlan | undefined {
   let best: ScanPlan | undefined;
   let bestScore = 0;
+  let uncollated: Map<string, FieldCond> | undefined;
   for (const index of indexes) {
     if (!index.ordered || index.spec.partialFilterExpression) continue;
+    // As on mongod, an index of another collation serves no string bounds (only the others).
+    const conds = sameCollation(index.collator, collator) ? all : (uncollated ??= new Map([...all].filter(([, fc]) => !boundsStrings(fc))));
     let eqCount = 0;
     let combos = 1;
     for (const f of index.fields) {
@@ -277,10 +297,10 @@ function planForConds(indexes: Index[], conds: Map<string, FieldCond>): ScanPlan
 /** `reverse` walks the same entries from the end (a sort opposite to the index direction). */
 function* runPlan(plan: ScanPlan, stats?: QueryStats, reverse = false): Generator<number> {
   const { index, eqCount, range, keyFilters } = plan;
-  const fields = index.fields;
+  const { fields, strings } = index;
   const prefixes = [...plan.prefixes].sort((a, b) => {
     for (let i = 0; i < a.length; i++) {
-      const c = compareValues(a[i], b[i]) * fields[i].dir;
+      const c = compareValues(a[i], b[i], strings) * fields[i].dir;
       if (c !== 0) return c;
     }
     return 0;
@@ -290,7 +310,7 @@ function* runPlan(plan: ScanPlan, stats?: QueryStats, reverse = false): Generato
   for (const prefix of prefixes) {
     const cmpPrefix = (e: Entry): number => {
       for (let i = 0; i < eqCount; i++) {
-        const c = compareValues(e.key[i], prefix[i]);
+        const c = compareValues(e.key[i], prefix[i], strings);
         if (c !== 0) return c * fields[i].dir;
       }
       return 0;
@@ -302,12 +322,12 @@ function* runPlan(plan: ScanPlan, stats?: QueryStats, reverse = false): Generato
       if (dir === 1) {
         if (r !== range.rank) return r < range.rank;
         if (range.lo === undefined) return false;
-        const c = compareValues(v, range.lo);
+        const c = compareValues(v, range.lo, strings);
         return c < 0 || (c === 0 && !range.loInc);
       }
       if (r !== range.rank) return r > range.rank;
       if (range.hi === undefined) return false;
-      const c = compareValues(v, range.hi);
+      const c = compareValues(v, range.hi, strings);
       return c > 0 || (c === 0 && !range.hiInc);
     };
     const after = (v: any): boolean => {
@@ -316,12 +336,12 @@ function* runPlan(plan: ScanPlan, stats?: QueryStats, reverse = false): Generato
       if (dir === 1) {
         if (r !== range.rank) return r > range.rank;
         if (range.hi === undefined) return false;
-        const c = compareValues(v, range.hi);
+        const c = compareValues(v, range.hi, strings);
         return c > 0 || (c === 0 && !range.hiInc);
       }
       if (r !== range.rank) return r < range.rank;
       if (range.lo === undefined) return false;
-      const c = compareValues(v, range.lo);
+      const c = compareValues(v, range.lo, strings);
       return c < 0 || (c === 0 && !range.loInc);
     };
     const probe = reverse
@@ -342,7 +362,7 @@ function* runPlan(plan: ScanPlan, stats?: QueryStats, reverse = false): Generato
       if (range && (reverse ? before(e.key[eqCount]) : after(e.key[eqCount]))) break;
       let ok = true;
       for (const [i, fc] of keyFilters) {
-        if (!keyMatches(e.key[i], fc)) {
+        if (!keyMatches(e.key[i], fc, strings)) {
           ok = false;
           break;
         }
@@ -363,19 +383,20 @@ export function parseSort(sort: Doc | undefined): SortSpec {
 }
 
 /** Sort key of a document for one field: arrays sort by their smallest (asc) or largest (desc) element. */
-function sortValue(doc: Doc, path: string, dir: 1 | -1): any {
+function sortValue(doc: Doc, path: string, dir: 1 | -1, strings: StringCompare | undefined): any {
   const v = getPath(doc, path);
   if (Array.isArray(v)) {
     if (v.length === 0) return undefined;
-    return v.reduce((m, x) => (compareValues(x, m) * dir < 0 ? x : m));
+    return v.reduce((m, x) => (compareValues(x, m, strings) * dir < 0 ? x : m));
   }
   return v;
 }
 
-export function docComparator(sort: SortSpec): (a: Doc, b: Doc) => number {
+/** Document order for `sort`; `strings` is the collation's string order (binary when undefined). */
+export function docComparator(sort: SortSpec, strings?: StringCompare): (a: Doc, b: Doc) => number {
   return (a, b) => {
     for (const [path, dir] of sort) {
-      const c = compareValues(sortValue(a, path, dir), sortValue(b, path, dir));
+      const c = compareValues(sortValue(a, path, dir, strings), sortValue(b, path, dir, strings), strings);
       if (c !== 0) return c * dir;
     }
     return 0;
@@ -384,9 +405,11 @@ export function docComparator(sort: SortSpec): (a: Doc, b: Doc) => number {
 
 /** Whether scanning `plan` yields documents already in `sort` order. */
 /** 1 when scanning `plan` forward yields `sort` order, -1 when scanning it backward does, else 0. */
-function planSortDirection(plan: ScanPlan, sort: SortSpec): 1 | -1 | 0 {
+function planSortDirection(plan: ScanPlan, sort: SortSpec, collator: Collator | undefined): 1 | -1 | 0 {
   if (sort.length === 0) return 1;
   if (plan.prefixes.length !== 1) return 0;
+  // An index of another collation orders strings differently from the sort asked for.
+  if (!sameCollation(plan.index.collator, collator)) return 0;
   // Sort fields fixed by the equality prefix do not change the order.
   const fixed = new Set(plan.index.fields.slice(0, plan.eqCount).map((f) => f.path));
   const effective = sort.filter(([path]) => !fixed.has(path));
@@ -420,13 +443,16 @@ export class Collection {
   readonly indexes: Index[] = [];
   private nextRid = 1;
   private readonly idIndex: Index;
+  /** The default collation (options.collation, as `create` filled it in), which the _id index has too. */
+  readonly collator: Collator | undefined;
 
   constructor(
     readonly db: string,
     readonly name: string,
     readonly options: Doc = {},
   ) {
-    this.idIndex = new Index({ v: 2, key: { _id: 1 }, name: '_id_' });
+    this.collator = options.collation === undefined ? undefined : collatorFor(options.collation);
+    this.idIndex = new Index({ v: 2, key: { _id: 1 }, name: '_id_', ...(this.collator && { collation: this.collator.spec }) });
     this.indexes.push(this.idIndex);
   }
 
@@ -448,10 +474,11 @@ export class Collection {
     const all: any[][][] = [];
     for (const index of this.indexes) {
       if (index === this.idIndex) {
-        // _id is immutable and unique; the hash map answers the duplicate check.
+        // _id is immutable and unique; the hash map answers the duplicate check, or under a
+        // collation (where 'a' and 'A' may be one _id) the index does.
         if (self === undefined) {
-          const other = this.idMap.get(canonicalKey(doc._id));
-          if (other !== undefined) throw this.dupError(index, [doc._id]);
+          const dup = index.collator ? index.findDuplicate([[doc._id]], undefined) !== undefined : this.idMap.has(canonicalKey(doc._id));
+          if (dup) throw this.dupError(index, [doc._id]);
         }
         all.push(self === undefined ? [[doc._id]] : []);
         continue;
@@ -528,10 +555,17 @@ export class Collection {
    * scans serve the filter when it constrains an indexed prefix (a union of scans for a top-level
    * $or); scans already in sort order are merged lazily so `limit` stops them early.
    */
-  query(filter: Doc | undefined, opts: { sort?: SortSpec; limit?: number; skip?: number } = {}, stats?: QueryStats): Array<[number, Doc]> {
-    const pred = compileFilter(filter);
+  query(
+    filter: Doc | undefined,
+    opts: { sort?: SortSpec; limit?: number; skip?: number; collator?: Collator } = {},
+    stats?: QueryStats,
+  ): Array<[number, Doc]> {
+    const { collator } = opts;
+    const strings = collator?.compare;
+    const pred = compileFilter(filter, strings);
     const idValue = filter ? idEquality(filter._id) : undefined;
-    if (idValue !== undefined) {
+    // The _id map holds exact values: it answers any equality but one on a string under a collation.
+    if (idValue !== undefined && (collator === undefined || typeRank(idValue) !== 4)) {
       // At most one document can match; no planning needed.
       const rid = this.idMap.get(canonicalKey(idValue));
       const doc = rid === undefined ? undefined : this.docs.get(rid);
@@ -542,10 +576,10 @@ export class Collection {
     }
     const sort = opts.sort ?? [];
     const want = opts.limit && opts.limit > 0 ? opts.limit + (opts.skip ?? 0) : Infinity;
-    let plans = this.plan(filter ?? {});
+    let plans = this.plan(filter ?? {}, collator);
     if (!plans && sort.length > 0 && want !== Infinity) {
       // No usable condition, but an index in sort order lets `limit` stop the walk early.
-      const byOrder = this.orderPlan(sort);
+      const byOrder = this.orderPlan(sort, collator);
       if (byOrder) plans = [byOrder];
     }
     const st: QueryStats = stats ?? { keysExamined: 0, docsExamined: 0 };
@@ -560,13 +594,13 @@ export class Collection {
     };
     if (!plans) {
       for (const rid of this.docs.keys()) take(rid);
-      this.sortRows(out, sort);
-    } else if (sort.length === 0 || plans.some((p) => planSortDirection(p, sort) !== 0)) {
-      const cmp = docComparator(sort);
+      this.sortRows(out, sort, strings);
+    } else if (sort.length === 0 || plans.some((p) => planSortDirection(p, sort, collator) !== 0)) {
+      const cmp = docComparator(sort, strings);
       const streams: Array<Iterator<number>> = [];
       const unsorted: number[] = [];
       for (const p of plans) {
-        const direction = planSortDirection(p, sort);
+        const direction = planSortDirection(p, sort, collator);
         if (direction !== 0) streams.push(runPlan(p, st, direction === -1));
         else for (const rid of runPlan(p, st)) unsorted.push(rid);
       }
@@ -585,7 +619,7 @@ export class Collection {
       }
     } else {
       for (const p of plans) for (const rid of runPlan(p, st)) take(rid);
-      this.sortRows(out, sort);
+      this.sortRows(out, sort, strings);
     }
     this.observe(filter ?? {}, sort, plans, st, out.length);
     const skip = opts.skip ?? 0;
@@ -615,9 +649,14 @@ export class Collection {
    * Documents matching `filter` in the hinted index's order (insertion order for $natural), then in
    * `sort` order when one is given. A hinted sparse or partial index yields only the documents it holds, as on mongod.
    */
-  queryHinted(filter: Doc | undefined, hint: unknown, opts: { sort?: SortSpec; limit?: number; skip?: number } = {}): Array<[number, Doc]> {
+  queryHinted(
+    filter: Doc | undefined,
+    hint: unknown,
+    opts: { sort?: SortSpec; limit?: number; skip?: number; collator?: Collator } = {},
+  ): Array<[number, Doc]> {
     const target = this.hintedIndex(hint);
-    const pred = compileFilter(filter);
+    const strings = opts.collator?.compare;
+    const pred = compileFilter(filter, strings);
     let rids: number[];
     if (target === 1 || target === -1) {
       rids = [...this.docs.keys()];
@@ -637,14 +676,14 @@ export class Collection {
       const doc = this.docs.get(rid);
       if (doc !== undefined && pred(doc)) rows.push([rid, doc]);
     }
-    this.sortRows(rows, opts.sort ?? []);
+    this.sortRows(rows, opts.sort ?? [], strings);
     const skip = opts.skip ?? 0;
     return opts.limit && opts.limit > 0 ? rows.slice(skip, skip + opts.limit) : rows.slice(skip);
   }
 
-  private sortRows(rows: Array<[number, Doc]>, sort: SortSpec): void {
+  private sortRows(rows: Array<[number, Doc]>, sort: SortSpec, strings: StringCompare | undefined): void {
     if (sort.length === 0) return;
-    const cmp = docComparator(sort);
+    const cmp = docComparator(sort, strings);
     rows.sort((a, b) => cmp(a[1], b[1]));
   }
 
@@ -675,15 +714,15 @@ export class Collection {
   }
 
   /** Index scans that together cover every match of `filter`, or undefined for a collection scan. */
-  plan(filter: Doc): ScanPlan[] | undefined {
+  plan(filter: Doc, collator: Collator | undefined): ScanPlan[] | undefined {
     const all = this.auxIndexes.length > 0 ? [...this.indexes, ...this.auxIndexes] : this.indexes;
     const conds = extractConds(filter);
-    const direct = planForConds(all, conds);
+    const direct = planForConds(all, conds, collator);
     const branches = this.branchConds(filter, conds);
     if (branches) {
       const branchPlans: ScanPlan[] = [];
       for (const merged of branches) {
-        const p = planForConds(all, merged);
+        const p = planForConds(all, merged, collator);
         if (!p) {
           branchPlans.length = 0;
           break;
@@ -698,11 +737,11 @@ export class Collection {
   }
 
   /** A full scan of an index whose order matches `sort` (sparse and partial indexes miss documents). */
-  private orderPlan(sort: SortSpec): ScanPlan | undefined {
+  private orderPlan(sort: SortSpec, collator: Collator | undefined): ScanPlan | undefined {
     for (const index of this.indexes) {
       if (!index.ordered || index.spec.sparse || index.spec.partialFilterExpression) continue;
       const plan: ScanPlan = { index, eqCount: 0, prefixes: [[]], range: undefined, keyFilters: [] };
-      if (planSortDirection(plan, sort) !== 0) return plan;
+      if (planSortDirection(plan, sort, collator) !== 0) return plan;
     }
     return undefined;
   }
@@ -738,7 +777,7 @@ export class Collection {
       const misses = (this.shapeMisses.get(sig) ?? 0) + 1;
       this.shapeMisses.set(sig, misses);
       if (misses < 3) continue;
-      const index = new Index({ v: 2, key, name: `__aux_${this.auxIndexes.length}` });
+      const index = new Index({ v: 2, key, name: `__aux_${this.auxIndexes.length}`, ...(this.collator && { collation: this.collator.spec }) });
       for (const [rid, doc] of this.docs) index.add(rid, index.keysOf(doc));
       this.auxIndexes.push(index);
     }

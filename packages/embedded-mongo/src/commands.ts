@@ -4,7 +4,8 @@ import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
 import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
-import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
+import { collatorFor, type Collator } from './collation.js';
+import { docComparator, indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, streamSees, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
 import { compileFilter, MINGO_OPTIONS, pathValues, refuseJavaScript } from './matcher.js';
@@ -176,13 +177,26 @@ const insert: Handler = (engine, cmd, ctx) => {
   return writeErrors.length > 0 ? { n, writeErrors, ok: 1 } : { n, ok: 1 };
 };
 
-function findRows(coll: Collection | undefined, filter: Doc | undefined, sort: Doc | undefined, limit: number | undefined, skip?: number, hint?: unknown): Array<[number, Doc]> {
+/** The collation an operation runs with: its own `collation`, else the collection's default. */
+function collationOf(raw: unknown, coll: Collection | undefined): Collator | undefined {
+  return raw === undefined ? coll?.collator : collatorFor(raw);
+}
+
+function findRows(
+  coll: Collection | undefined,
+  filter: Doc | undefined,
+  sort: Doc | undefined,
+  limit: number | undefined,
+  skip?: number,
+  hint?: unknown,
+  collator?: Collator,
+): Array<[number, Doc]> {
   if (!coll) {
     compileFilter(filter); // refuses unknown operators, as mongod does on a missing collection too
     return [];
   }
-  if (hint !== undefined) return coll.queryHinted(filter, hint, { sort: parseSort(sort), limit, skip });
-  return coll.query(filter, { sort: parseSort(sort), limit, skip });
+  if (hint !== undefined) return coll.queryHinted(filter, hint, { sort: parseSort(sort), limit, skip, collator });
+  return coll.query(filter, { sort: parseSort(sort), limit, skip, collator });
 }
 
 const find: Handler = (engine, cmd, ctx) => {
@@ -196,7 +210,7 @@ const find: Handler = (engine, cmd, ctx) => {
   }
   const skip = Number(cmd.skip ?? 0);
   if (skip < 0) throw new MongoError(51024, 'BSON field \'skip\' value must be >= 0', 'Location51024');
-  const rows = findRows(coll, cmd.filter, cmd.sort, limit || undefined, skip, cmd.hint);
+  const rows = findRows(coll, cmd.filter, cmd.sort, limit || undefined, skip, cmd.hint, collationOf(cmd.collation, coll));
   const project = compileProjection(cmd.projection, cmd.filter);
   const docs = rows.map(([, d]) => (project ? project(d) : d));
   let batchSize = cmd.batchSize === undefined ? DEFAULT_BATCH : Number(cmd.batchSize);
@@ -286,7 +300,8 @@ const update: Handler = (engine, cmd, ctx) => {
         throw new MongoError(9, 'multi update is not supported for replacement-style update', 'FailedToParse');
       }
       const coll = engine.getCollection(ctx.db, name);
-      const rows = findRows(coll, filter, spec.sort, multi ? undefined : 1, undefined, spec.hint);
+      const collator = collationOf(spec.collation, coll);
+      const rows = findRows(coll, filter, spec.sort, multi ? undefined : 1, undefined, spec.hint, collator);
       if (rows.length === 0) {
         if (spec.upsert) {
           const target = engine.ensureCollection(ctx.db, name);
@@ -332,7 +347,7 @@ const del: Handler = (engine, cmd, ctx) => {
   for (let i = 0; i < deletes.length; i++) {
     try {
       const spec = deletes[i];
-      const rows = findRows(coll, spec.q ?? {}, undefined, Number(spec.limit ?? 0) === 1 ? 1 : undefined, undefined, spec.hint);
+      const rows = findRows(coll, spec.q ?? {}, undefined, Number(spec.limit ?? 0) === 1 ? 1 : undefined, undefined, spec.hint, collationOf(spec.collation, coll));
       for (const [rid] of rows) {
         engine.remove(coll!, rid);
         n++;
@@ -354,7 +369,8 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   const filter = (cmd.query ?? {}) as Doc;
   const project = compileProjection(cmd.fields, filter);
   const coll = engine.getCollection(ctx.db, name);
-  const [row] = findRows(coll, filter, cmd.sort, 1, undefined, cmd.hint);
+  const collator = collationOf(cmd.collation, coll);
+  const [row] = findRows(coll, filter, cmd.sort, 1, undefined, cmd.hint, collator);
   if (cmd.remove) {
     if (cmd.update !== undefined) throw new MongoError(9, 'Cannot specify both an update and remove=true', 'FailedToParse');
     if (!row) return { lastErrorObject: { n: 0 }, value: null, ok: 1 };
@@ -383,22 +399,23 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   return { lastErrorObject: { n: 1, updatedExisting: false, upserted: doc._id }, value: cmd.new ? shapeDoc(doc, project) : null, ok: 1 };
 };
 
-function countMatches(coll: Collection, query: Doc | undefined, skip: number, limit: number): number {
+function countMatches(coll: Collection, query: Doc | undefined, skip: number, limit: number, collator: Collator | undefined): number {
   if (!query || Object.keys(query).length === 0) {
     const n = Math.max(0, coll.docs.size - skip);
     return limit > 0 ? Math.min(n, limit) : n;
   }
-  return coll.query(query, { skip, limit: limit || undefined }).length;
+  return coll.query(query, { skip, limit: limit || undefined, collator }).length;
 }
 
 const count: Handler = (engine, cmd, ctx) => {
   const coll = engine.getCollection(ctx.db, collName(cmd, 'count'));
+  const collator = collationOf(cmd.collation, coll);
   if (!coll) {
     compileFilter(cmd.query as Doc | undefined);
     return { n: 0, ok: 1 };
   }
   if (cmd.hint !== undefined) coll.hintedIndex(cmd.hint);
-  return { n: countMatches(coll, cmd.query as Doc | undefined, Number(cmd.skip ?? 0), Math.abs(Number(cmd.limit ?? 0))), ok: 1 };
+  return { n: countMatches(coll, cmd.query as Doc | undefined, Number(cmd.skip ?? 0), Math.abs(Number(cmd.limit ?? 0)), collator), ok: 1 };
 };
 
 const distinct: Handler = (engine, cmd, ctx) => {
@@ -406,7 +423,8 @@ const distinct: Handler = (engine, cmd, ctx) => {
   const key = String(cmd.key);
   const seen = new Set<string>();
   const values: unknown[] = [];
-  for (const [, doc] of findRows(coll, cmd.query, undefined, undefined, undefined, cmd.hint)) {
+  const collator = collationOf(cmd.collation, coll);
+  for (const [, doc] of findRows(coll, cmd.query, undefined, undefined, undefined, cmd.hint, collator)) {
     for (const v of pathValues(doc, key.split('.'))) {
       for (const x of Array.isArray(v) ? v : [v]) {
         if (x === undefined) continue;
@@ -418,8 +436,14 @@ const distinct: Handler = (engine, cmd, ctx) => {
       }
     }
   }
-  values.sort(compareValues);
-  return { values, ok: 1 };
+  const strings = collator?.compare;
+  if (!strings) {
+    values.sort(compareValues);
+    return { values, ok: 1 };
+  }
+  // Under a collation, values it holds equal ('a' and 'A' at strength 2) are one distinct value.
+  values.sort((a, b) => compareValues(a, b, strings));
+  return { values: values.filter((v, i) => i === 0 || compareValues(values[i - 1], v, strings) !== 0), ok: 1 };
 };
 
 // ---- aggregation and change streams ----
@@ -563,6 +587,31 @@ function isCountGroup(stage: Doc): boolean {
   return isPlainObject(acc) && Object.keys(acc).length === 1 && acc.$sum === 1;
 }
 
+/**
+ * Runs pipeline stages under a collation: $match and $sort compare strings by it here, and the stages
+ * between them run in mingo, which compares binary (README: known differences).
+ */
+function runCollated(stages: Doc[], source: Doc[], collator: Collator, resolver: (coll: string) => Doc[]): Doc[] {
+  let docs = source;
+  let pending: Doc[] = [];
+  const flush = (): void => {
+    if (pending.length > 0) docs = new Aggregator(pending, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(docs) as Doc[];
+    pending = [];
+  };
+  for (const stage of stages) {
+    const only = Object.keys(stage).length === 1;
+    if (only && isPlainObject(stage.$match)) {
+      flush();
+      docs = docs.filter(compileFilter(stage.$match, collator.compare));
+    } else if (only && isPlainObject(stage.$sort)) {
+      flush();
+      docs = [...docs].sort(docComparator(parseSort(stage.$sort), collator.compare));
+    } else pending.push(stage);
+  }
+  flush();
+  return docs;
+}
+
 const aggregate: Handler = (engine, cmd, ctx) => {
   const pipeline = cmd.pipeline as Doc[] | undefined;
   if (!Array.isArray(pipeline)) throw new MongoError(9, "'pipeline' option must be specified as an array", 'FailedToParse');
@@ -581,6 +630,8 @@ const aggregate: Handler = (engine, cmd, ctx) => {
   }
   let stages = pipeline;
   let source: Doc[];
+  const coll = name === undefined ? undefined : engine.getCollection(ctx.db, name);
+  const collator = collationOf(cmd.collation, coll);
   if (name === undefined) {
     if (first && '$currentOp' in first) {
       // The $match stages right after it run compiled: the reports hold Longs, which mingo does not compare.
@@ -598,7 +649,6 @@ const aggregate: Handler = (engine, cmd, ctx) => {
       throw new MongoError(73, "{aggregate: 1} is not valid for '$match'; a collection is required.", 'InvalidNamespace');
     }
   } else {
-    const coll = engine.getCollection(ctx.db, name);
     if (coll && cmd.hint !== undefined) coll.hintedIndex(cmd.hint);
     // Push a leading $match (and a following $sort/$limit) down to the planner so indexes serve it.
     let filter: Doc | undefined;
@@ -629,16 +679,21 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     // countDocuments() sends [$match, ($skip), ($limit), {$group: {_id: 1, n: {$sum: 1}}}]: count directly.
     if (stages.length === 1 && isCountGroup(stages[0])) {
       const group = stages[0].$group as Doc;
-      const n = coll ? countMatches(coll, filter, skip ?? 0, limit ?? 0) : 0;
+      const n = coll ? countMatches(coll, filter, skip ?? 0, limit ?? 0, collator) : 0;
       const counted = n === 0 ? [] : [{ _id: group._id, [Object.keys(group)[1]]: n }];
       return cursorReply(engine, `${ctx.db}.${name}`, counted, cmd.cursor?.batchSize);
     }
-    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip }) : [];
+    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip, collator }) : [];
     source = rows.map(([, d]) => deepCopy(d));
   }
   if (write) stages = stages.slice(0, -1);
   const resolver = (coll: string): Doc[] => engine.getCollection(ctx.db, coll)?.allDocs().map(deepCopy) ?? [];
-  const results = stages.length > 0 ? (new Aggregator(stages, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(source) as Doc[]) : source;
+  const results =
+    stages.length === 0
+      ? source
+      : collator
+        ? runCollated(stages, source, collator, resolver)
+        : (new Aggregator(stages, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(source) as Doc[]);
   if (cmd.explain) return { stages: pipeline, ok: 1 };
   if (write) {
     runWriteStage(engine, write, results, cmd, { withIdFirst, checkFieldNames, checkSize, upsertDocument });
@@ -682,7 +737,7 @@ function keyPatternProblem(key: Doc): string | undefined {
   return undefined;
 }
 
-function normaliseIndexSpec(raw: Doc): IndexSpec {
+function normaliseIndexSpec(raw: Doc, coll: Collection): IndexSpec {
   if (!isPlainObject(raw.key) || Object.keys(raw.key).length === 0) {
     throw new MongoError(67, 'Index keys cannot be empty.', 'CannotCreateIndex');
   }
@@ -690,16 +745,26 @@ function normaliseIndexSpec(raw: Doc): IndexSpec {
   if (problem) throw new MongoError(67, `Error in specification ${bsonText(raw)} :: caused by :: ${problem}`, 'CannotCreateIndex');
   const spec: IndexSpec = { v: 2, key: raw.key, name: typeof raw.name === 'string' ? raw.name : indexNameFor(raw.key) };
   for (const [k, v] of Object.entries(raw)) {
-    if (k === 'key' || k === 'name' || k === 'v' || k === 'background') continue;
+    if (k === 'key' || k === 'name' || k === 'v' || k === 'background' || k === 'collation') continue;
     spec[k] = v;
   }
   if (spec.unique === false) delete spec.unique;
+  // An index without a collation takes the collection's default; the spec keeps the filled-in
+  // collation (none for 'simple'), so it means the same after a restart or a rename.
+  const collator = collationOf(raw.collation, coll);
+  if (collator) spec.collation = collator.spec;
   return spec;
 }
 
 function sameOptions(a: IndexSpec, b: IndexSpec): boolean {
   const pick = (s: IndexSpec): string =>
-    canonicalKey({ unique: Boolean(s.unique), sparse: Boolean(s.sparse), ttl: s.expireAfterSeconds ?? null, pfe: s.partialFilterExpression ?? null });
+    canonicalKey({
+      unique: Boolean(s.unique),
+      sparse: Boolean(s.sparse),
+      ttl: s.expireAfterSeconds ?? null,
+      pfe: s.partialFilterExpression ?? null,
+      collation: s.collation ?? null,
+    });
   return pick(a) === pick(b);
 }
 
@@ -707,13 +772,15 @@ const createIndexes: Handler = (engine, cmd, ctx) => {
   const name = collName(cmd, 'createIndexes');
   const specs = cmd.indexes as Doc[] | undefined;
   if (!Array.isArray(specs) || specs.length === 0) throw new MongoError(9, 'Must specify at least one index to create', 'FailedToParse');
+  for (const raw of specs) if (isPlainObject(raw) && raw.collation !== undefined) collatorFor(raw.collation); // before creating the collection
   const existed = engine.getCollection(ctx.db, name) !== undefined;
   const coll = engine.ensureCollection(ctx.db, name);
   const before = coll.indexes.length;
   for (const raw of specs) {
-    const spec = normaliseIndexSpec(raw);
+    const spec = normaliseIndexSpec(raw, coll);
     const byName = coll.indexes.find((i) => i.spec.name === spec.name);
-    const sameKey = coll.indexes.find((i) => canonicalKey(i.spec.key) === canonicalKey(spec.key));
+    // Indexes on one key pattern may differ by collation: look for one with the same options.
+    const sameKey = coll.indexes.find((i) => canonicalKey(i.spec.key) === canonicalKey(spec.key) && sameOptions(i.spec, spec));
     if (byName) {
       if (canonicalKey(byName.spec.key) !== canonicalKey(spec.key)) {
         throw new MongoError(86, `An existing index has the same name as the requested index. Requested index: ${JSON.stringify(spec)}, existing index: ${JSON.stringify(byName.spec)}`, 'IndexKeySpecsConflict');
@@ -723,7 +790,7 @@ const createIndexes: Handler = (engine, cmd, ctx) => {
       }
       continue;
     }
-    if (sameKey && sameOptions(sameKey.spec, spec)) {
+    if (sameKey) {
       throw new MongoError(85, `Index already exists with a different name: ${sameKey.spec.name}`, 'IndexOptionsConflict');
     }
     engine.createIndex(coll, spec);
@@ -775,6 +842,12 @@ const create: Handler = (engine, cmd, ctx) => {
   if (unsupported) throw new MongoError(40415, `BSON field 'create.${unsupported}' is an unknown field.`, 'Location40415');
   const { create: _c, $db: _d, lsid: _l, $clusterTime: _t, writeConcern: _w, ...opts } = cmd;
   parseValidator(opts);
+  // The default collation is kept filled in, as listCollections shows it; 'simple' is no collation.
+  if (opts.collation !== undefined) {
+    const collator = collatorFor(opts.collation);
+    if (collator) opts.collation = collator.spec;
+    else delete opts.collation;
+  }
   engine.ensureCollection(ctx.db, name, opts);
   return { ok: 1 };
 };
@@ -795,7 +868,7 @@ const listCollections: Handler = (engine, cmd, ctx) => {
     type: 'collection',
     options: c.options,
     info: { readOnly: false, uuid: engine.uuids.get(c.ns) },
-    idIndex: { v: 2, key: { _id: 1 }, name: '_id_' },
+    idIndex: { ...c.indexes[0].spec },
   }));
   if (cmd.filter && Object.keys(cmd.filter).length > 0) {
     const pred = new Aggregator([{ $match: cmd.filter }], MINGO_OPTIONS);
@@ -852,11 +925,12 @@ const explain: Handler = (engine, cmd, ctx) => {
   const verb = Object.keys(inner)[0];
   const name = String(inner[verb]);
   const coll = engine.getCollection(ctx.db, name);
+  const collator = collationOf(inner.collation ?? inner.updates?.[0]?.collation ?? inner.deletes?.[0]?.collation, coll);
   const filter = (verb === 'find' ? inner.filter : verb === 'findAndModify' || verb === 'count' ? inner.query : inner.updates?.[0]?.q ?? inner.deletes?.[0]?.q ?? inner.pipeline?.[0]?.$match) as Doc | undefined;
-  const plans = coll?.plan(filter ?? {});
+  const plans = coll?.plan(filter ?? {}, collator);
   const stats = { keysExamined: 0, docsExamined: 0 };
   const limit = Math.abs(Number(inner.limit ?? 0)) || undefined;
-  const rows = coll ? coll.query(filter, { sort: parseSort(inner.sort), limit, skip: Number(inner.skip ?? 0) }, stats) : [];
+  const rows = coll ? coll.query(filter, { sort: parseSort(inner.sort), limit, skip: Number(inner.skip ?? 0), collator }, stats) : [];
   const scan = (p: NonNullable<typeof plans>[number]): Doc => ({ stage: 'IXSCAN', indexName: p.index.spec.name, keyPattern: p.index.spec.key });
   const winningPlan = !plans
     ? { stage: 'COLLSCAN' }

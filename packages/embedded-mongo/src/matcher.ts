@@ -5,7 +5,7 @@
 // JavaScript) is refused with the error mongod gives when it cannot serve them.
 import { Long, type Binary } from 'bson';
 import { Query } from 'mingo';
-import { binaryBytes, compareValues, getField, isPlainObject, numberType, typeRank, type Doc } from './bson-order.js';
+import { binaryBytes, compareValues, getField, isPlainObject, numberType, typeRank, type Doc, type StringCompare } from './bson-order.js';
 import { MongoError } from './errors.js';
 import { compileJsonSchema } from './json-schema.js';
 
@@ -78,37 +78,37 @@ function isSimpleValue(v: unknown): boolean {
   return true;
 }
 
-function eqOne(v: any, x: any): boolean {
+function eqOne(v: any, x: any, strings: StringCompare | undefined): boolean {
   // Strings and plain numbers (the common array elements: op ids, tags) compare directly.
-  if (typeof x === 'string') return v === x;
+  if (typeof x === 'string') return v === x || (strings !== undefined && typeof v === 'string' && strings(v, x) === 0);
   if (typeof x === 'number' && typeof v === 'number') return v === x || (v !== v && x !== x);
   if (x === null || x === undefined) return v === null || v === undefined;
   if (v === undefined) return false;
-  return typeRank(v) === typeRank(x) && compareValues(v, x) === 0;
+  return typeRank(v) === typeRank(x) && compareValues(v, x, strings) === 0;
 }
 
 /** MongoDB equality on one candidate: an array field matches if it equals x or holds an element equal to x. */
-function eqMatch(values: any[], x: any): boolean {
+function eqMatch(values: any[], x: any, strings: StringCompare | undefined): boolean {
   for (const v of values) {
-    if (eqOne(v, x)) return true;
+    if (eqOne(v, x, strings)) return true;
     if (Array.isArray(v)) {
       if (x === null && v.length === 0) continue;
-      for (const el of v) if (eqOne(el, x)) return true;
+      for (const el of v) if (eqOne(el, x, strings)) return true;
     }
   }
   return false;
 }
 
-function cmpOne(v: any, x: any, rx: number, test: (c: number) => boolean): boolean {
+function cmpOne(v: any, x: any, rx: number, test: (c: number) => boolean, strings: StringCompare | undefined): boolean {
   if (x === null) return (v === null || v === undefined) && test(0);
-  return typeRank(v) === rx && test(compareValues(v, x));
+  return typeRank(v) === rx && test(compareValues(v, x, strings));
 }
 
-function cmpMatch(values: any[], x: any, test: (c: number) => boolean): boolean {
+function cmpMatch(values: any[], x: any, test: (c: number) => boolean, strings: StringCompare | undefined): boolean {
   const rx = typeRank(x);
   for (const v of values) {
-    if (cmpOne(v, x, rx, test)) return true;
-    if (Array.isArray(v)) for (const el of v) if (cmpOne(el, x, rx, test)) return true;
+    if (cmpOne(v, x, rx, test, strings)) return true;
+    if (Array.isArray(v)) for (const el of v) if (cmpOne(el, x, rx, test, strings)) return true;
   }
   return false;
 }
@@ -122,8 +122,8 @@ function fieldValues(doc: Doc, path: string, parts: string[]): any[] {
   return parts.length === 1 ? [getField(doc, path)] : pathValues(doc, parts);
 }
 
-function inMatch(values: any[], list: any[]): boolean {
-  for (const item of list) if (eqMatch(values, item)) return true;
+function inMatch(values: any[], list: any[], strings: StringCompare | undefined): boolean {
+  for (const item of list) if (eqMatch(values, item, strings)) return true;
   return false;
 }
 
@@ -233,10 +233,10 @@ function all(preds: Predicate[]): Predicate {
 }
 
 /** `{$all: [a, b]}`: the field matches each of the values (or $elemMatch conditions); an empty list matches nothing. */
-function compileAll(path: string, list: unknown): Predicate {
+function compileAll(path: string, list: unknown, strings: StringCompare | undefined): Predicate {
   if (!Array.isArray(list)) throw new MongoError(2, '$all needs an array', 'BadValue');
   if (list.length === 0) return () => false;
-  return all(list.map((v) => compileField(path, isPlainObject(v) && !('$elemMatch' in v) ? { $eq: v } : v)));
+  return all(list.map((v) => compileField(path, isPlainObject(v) && !('$elemMatch' in v) ? { $eq: v } : v, strings)));
 }
 
 /**
@@ -244,20 +244,20 @@ function compileAll(path: string, list: unknown): Predicate {
  * element's value ({$gte: 80}); otherwise it is a query on each element document, where $ref, $id and
  * $db name DBRef fields.
  */
-function compileElemMatch(path: string, parts: string[], q: unknown): Predicate {
-  const test = compileElementMatch(q);
+function compileElemMatch(path: string, parts: string[], q: unknown, strings: StringCompare | undefined): Predicate {
+  const test = compileElementMatch(q, strings);
   return (doc) => fieldValues(doc, path, parts).some((v) => Array.isArray(v) && v.some(test));
 }
 
 /** The test an `$elemMatch: q` applies to each array element (also used by the $elemMatch projection). */
-export function compileElementMatch(q: unknown): (element: unknown) => boolean {
+export function compileElementMatch(q: unknown, strings?: StringCompare): (element: unknown) => boolean {
   if (!isPlainObject(q)) throw new MongoError(2, '$elemMatch needs an Object', 'BadValue');
   const first = Object.keys(q)[0];
   if (first?.startsWith('$') && !isDBRef(q, true) && !PATHLESS_OPERATORS.has(first)) {
-    const pred = compileField('e', q);
+    const pred = compileField('e', q, strings);
     return (element) => pred({ e: element });
   }
-  const pred = compileParts(q);
+  const pred = compileParts(q, strings);
   return (element) => (isPlainObject(element) || Array.isArray(element)) && pred(element as Doc);
 }
 
@@ -326,11 +326,11 @@ function compileBits(path: string, parts: string[], op: BitTest, x: unknown): Pr
   return (doc) => fieldValues(doc, path, parts).some((v) => test(v) || (Array.isArray(v) && v.some(test)));
 }
 
-function compileField(path: string, cond: any): Predicate {
+function compileField(path: string, cond: any, strings: StringCompare | undefined): Predicate {
   const parts = path.split('.');
   if (!isOperatorObject(cond)) {
     if (!isSimpleValue(cond)) return mingoPredicate({ [path]: cond });
-    return (doc) => eqMatch(fieldValues(doc, path, parts), cond);
+    return (doc) => eqMatch(fieldValues(doc, path, parts), cond, strings);
   }
   if ('$near' in cond || '$nearSphere' in cond) throw noGeoIndex();
   const preds: Predicate[] = [];
@@ -340,11 +340,11 @@ function compileField(path: string, cond: any): Predicate {
     switch (op) {
       case '$eq':
         if (!isSimpleValue(x)) rest[op] = x;
-        else preds.push((doc) => eqMatch(fieldValues(doc, path, parts), x));
+        else preds.push((doc) => eqMatch(fieldValues(doc, path, parts), x, strings));
         break;
       case '$ne':
         if (!isSimpleValue(x)) rest[op] = x;
-        else preds.push((doc) => !eqMatch(fieldValues(doc, path, parts), x));
+        else preds.push((doc) => !eqMatch(fieldValues(doc, path, parts), x, strings));
         break;
       case '$gt':
       case '$gte':
@@ -355,7 +355,7 @@ function compileField(path: string, cond: any): Predicate {
           break;
         }
         const test = op === '$gt' ? GT : op === '$gte' ? GTE : op === '$lt' ? LT : LTE;
-        preds.push((doc) => cmpMatch(fieldValues(doc, path, parts), x, test));
+        preds.push((doc) => cmpMatch(fieldValues(doc, path, parts), x, test, strings));
         break;
       }
       case '$in':
@@ -365,8 +365,8 @@ function compileField(path: string, cond: any): Predicate {
           break;
         }
         const list = x as any[];
-        if (op === '$in') preds.push((doc) => inMatch(fieldValues(doc, path, parts), list));
-        else preds.push((doc) => !inMatch(fieldValues(doc, path, parts), list));
+        if (op === '$in') preds.push((doc) => inMatch(fieldValues(doc, path, parts), list, strings));
+        else preds.push((doc) => !inMatch(fieldValues(doc, path, parts), list, strings));
         break;
       }
       case '$exists': {
@@ -380,10 +380,10 @@ function compileField(path: string, cond: any): Predicate {
         break;
       }
       case '$all':
-        preds.push(compileAll(path, x));
+        preds.push(compileAll(path, x, strings));
         break;
       case '$elemMatch':
-        preds.push(compileElemMatch(path, parts, x));
+        preds.push(compileElemMatch(path, parts, x, strings));
         break;
       case '$bitsAllSet':
       case '$bitsAnySet':
@@ -397,7 +397,7 @@ function compileField(path: string, cond: any): Predicate {
           rest[op] = x;
           break;
         }
-        const inner = compileField(path, x);
+        const inner = compileField(path, x, strings);
         preds.push((doc) => !inner(doc));
         break;
       }
@@ -414,7 +414,7 @@ function compileField(path: string, cond: any): Predicate {
  * Compiles a filter into closures, condition by condition; a condition they do not cover goes to mingo
  * on its own, so the rest of the filter (and this file's $type) still applies as written here.
  */
-function compileParts(filter: Doc): Predicate {
+function compileParts(filter: Doc, strings: StringCompare | undefined): Predicate {
   const preds: Predicate[] = [];
   for (const [key, cond] of Object.entries(filter)) {
     switch (key) {
@@ -423,7 +423,7 @@ function compileParts(filter: Doc): Predicate {
       case '$nor': {
         if (!Array.isArray(cond) || cond.length === 0) throw new MongoError(2, '$and/$or/$nor must be a nonempty array', 'BadValue');
         if (!cond.every(isPlainObject)) throw new MongoError(2, '$or/$and/$nor entries need to be full objects', 'BadValue');
-        const subs = cond.map(compileParts);
+        const subs = cond.map((sub) => compileParts(sub, strings));
         if (key === '$and') preds.push((doc) => subs.every((p) => p(doc)));
         else if (key === '$or') preds.push((doc) => subs.some((p) => p(doc)));
         else preds.push((doc) => !subs.some((p) => p(doc)));
@@ -439,7 +439,7 @@ function compileParts(filter: Doc): Predicate {
       case '$id':
       case '$db':
         // DBRef fields, compared by value (an element query inside $elemMatch: {$id: x}).
-        preds.push((doc) => eqMatch([getField(doc, key)], cond));
+        preds.push((doc) => eqMatch([getField(doc, key)], cond, strings));
         continue;
       case '$expr':
         refuseJavaScript(cond);
@@ -451,21 +451,26 @@ function compileParts(filter: Doc): Predicate {
       continue;
     }
     if (key.startsWith('$') && !MINGO_TOP_LEVEL_OPERATORS.has(key)) throw new MongoError(2, `unknown top level operator: ${key}`, 'BadValue');
-    preds.push(key.startsWith('$') ? mingoPredicate({ [key]: cond }) : compileField(key, cond));
+    preds.push(key.startsWith('$') ? mingoPredicate({ [key]: cond }) : compileField(key, cond, strings));
   }
   return all(preds);
 }
 
-export function compileFilter(filter: Doc | undefined): Predicate {
+/**
+ * `strings` is the collation's string order: it applies to the comparisons compiled here (equality,
+ * $ne, $gt..$lte, $in/$nin, $all, $elemMatch, whole arrays and documents); $regex ignores collation,
+ * as on mongod.
+ */
+export function compileFilter(filter: Doc | undefined, strings?: StringCompare): Predicate {
   if (!filter || Object.keys(filter).length === 0) return () => true;
-  return compileParts(filter);
+  return compileParts(filter, strings);
 }
 
 /**
  * The index of the first element of the array at `arrayPath` that the filter's conditions on that array
  * match: the element a positional `$` stands for (in updates and projections); -1 when there is none.
  */
-export function positionalIndex(doc: Doc, arrayPath: string, filter: Doc): number {
+export function positionalIndex(doc: Doc, arrayPath: string, filter: Doc, strings?: StringCompare): number {
   const conditions: Doc[] = [];
   const collect = (f: Doc): void => {
     for (const [k, cond] of Object.entries(f)) {
@@ -476,7 +481,7 @@ export function positionalIndex(doc: Doc, arrayPath: string, filter: Doc): numbe
   collect(filter);
   const array = getPath(doc, arrayPath);
   if (conditions.length === 0 || !Array.isArray(array)) return -1;
-  const pred = compileFilter({ $and: conditions });
+  const pred = compileFilter({ $and: conditions }, strings);
   const parts = arrayPath.split('.');
   for (let i = 0; i < array.length; i++) {
     let probe: Doc = { [parts[parts.length - 1]]: [array[i]] };
