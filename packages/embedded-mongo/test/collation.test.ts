@@ -1,0 +1,313 @@
+// Collation, one table row per case, each with the result MongoDB documents. Like semantics.test.ts it
+// talks only through the driver (and mongoose) to `inject('mongoUri')`, so every row holds for a real
+// MongoDB too (MONGODB_URI); the last block asks a private embedded server about the options it refuses
+// although mongod accepts them.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MongoClient, MongoServerError, type CollationOptions, type Db, type Document } from 'mongodb';
+import mongoose from 'mongoose';
+import { startEmbeddedMongo, type EmbeddedMongo } from '../src/index.js';
+
+const uri = inject('mongoUri');
+const dbName = `collation_${process.pid}_${Date.now()}`;
+let client: MongoClient;
+let db: Db;
+let collections = 0;
+const fresh = () => db.collection(`c${++collections}`);
+
+beforeAll(async () => {
+  client = await MongoClient.connect(uri);
+  db = client.db(dbName);
+});
+
+afterAll(async () => {
+  await db.dropDatabase();
+  await client.close();
+});
+
+const errorOf = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+
+/** Whether an explain output (any server's shape) shows a scan of the named index. */
+const usesIndex = (explain: Document, name: string): boolean => JSON.stringify(explain).includes(`"indexName":"${name}"`);
+
+// The documents of the collation examples on the pages below (café, cafe, cafE).
+const cafes = [
+  { _id: 1, category: 'café', status: 'A' },
+  { _id: 2, category: 'cafe', status: 'a' },
+  { _id: 3, category: 'cafE', status: 'a' },
+];
+
+describe('string comparisons under a collation', () => {
+  // https://www.mongodb.com/docs/manual/reference/collation/: strength 1 compares base characters only,
+  // 2 adds diacritics, 3 (the default) adds case; caseLevel with strength 1 compares base characters
+  // and case. .../reference/method/db.collection.findOneAndUpdate/ (Specify Collation) and
+  // .../deleteMany/ use these documents with { locale: "fr", strength: 1 }.
+  const rows: Array<{ name: string; filter: Document; collation?: CollationOptions; ids: number[] }> = [
+    { name: 'no collation: binary equality', filter: { category: 'cafe' }, ids: [2] },
+    { name: 'strength 1 ignores accents and case', filter: { category: 'cafe' }, collation: { locale: 'fr', strength: 1 }, ids: [1, 2, 3] },
+    { name: 'strength 2 ignores case only', filter: { category: 'cafe' }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
+    { name: 'strength 3 tells case apart', filter: { category: 'cafe' }, collation: { locale: 'fr', strength: 3 }, ids: [2] },
+    { name: 'caseLevel with strength 1 ignores accents, not case', filter: { category: 'cafe' }, collation: { locale: 'fr', strength: 1, caseLevel: true }, ids: [1, 2] },
+    { name: 'the findOneAndUpdate example filter, both fields', filter: { category: 'cafe', status: 'A' }, collation: { locale: 'fr', strength: 1 }, ids: [1, 2, 3] },
+    { name: '$ne', filter: { category: { $ne: 'CAFE' } }, collation: { locale: 'fr', strength: 2 }, ids: [1] },
+    { name: '$in', filter: { category: { $in: ['CAFÉ', 'tea'] } }, collation: { locale: 'fr', strength: 2 }, ids: [1] },
+    { name: '$nin', filter: { category: { $nin: ['CAFÉ'] } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
+    { name: '$gt bounds strings by the collation', filter: { category: { $gt: 'CAFE' } }, collation: { locale: 'fr', strength: 2 }, ids: [1] },
+    { name: '$lte bounds strings by the collation', filter: { category: { $lte: 'CAFE' } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
+    { name: 'an embedded document compares its strings by the collation', filter: { doc: { c: 'CAFE' } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
+    { name: 'an array element matches by the collation', filter: { tags: 'CAFE' }, collation: { locale: 'fr', strength: 1 }, ids: [1, 2, 3] },
+    // .../reference/operator/query/regex/ : $regex is not collation-aware.
+    { name: '$regex ignores the collation', filter: { category: { $regex: '^cafe$' } }, collation: { locale: 'fr', strength: 1 }, ids: [2] },
+  ];
+  it.each(rows)('$name', async ({ filter, collation, ids }) => {
+    const c = fresh();
+    await c.insertMany(cafes.map((d) => ({ ...d, doc: { c: d.category }, tags: [d.category] })) as Document[]);
+    const found = await c.find(filter, collation ? { collation } : {}).sort({ _id: 1 }).toArray();
+    expect(found.map((d) => d._id)).toEqual(ids);
+    expect(await c.countDocuments(filter, collation ? { collation } : {})).toBe(ids.length);
+  });
+
+  it('findOneAndUpdate, updateMany, deleteMany and distinct take the collation', async () => {
+    // The findOneAndUpdate example returns { _id: 1, category: "café", status: "A" } (the document before).
+    const c = fresh();
+    await c.insertMany(cafes as Document[]);
+    const fr1 = { locale: 'fr', strength: 1 };
+    expect(await c.findOneAndUpdate({ category: 'cafe' }, { $set: { status: 'Updated' } }, { collation: fr1, sort: { _id: 1 } })).toEqual(cafes[0]);
+    expect((await c.updateMany({ category: 'CAFE' }, { $set: { seen: true } }, { collation: fr1 })).modifiedCount).toBe(3);
+    expect((await c.distinct('category', {}, { collation: fr1 })).length).toBe(1);
+    expect((await c.deleteMany({ category: 'cafe', status: 'a' }, { collation: { locale: 'fr', strength: 2 } })).deletedCount).toBe(2);
+    expect((await c.find().toArray()).map((d) => d._id)).toEqual([1]);
+  });
+});
+
+describe('sorts under a collation', () => {
+  // https://www.mongodb.com/docs/manual/reference/collation/: numericOrdering compares digit substrings
+  // as numbers (the Restrictions example, with its documented order); caseFirst "upper" sorts upper
+  // case before lower case, "lower" the reverse.
+  const numeric = ['1', '2', '2.1', '-2.1', '2.2', '2.10', '2.20', '-10', '10', '20', '20.1'];
+  const rows: Array<{ name: string; values: string[]; collation?: CollationOptions; sorted: string[] }> = [
+    { name: 'no collation: by code unit', values: ['10', '9', '2'], sorted: ['10', '2', '9'] },
+    { name: "numericOrdering: '9' before '10'", values: ['10', '9', '2'], collation: { locale: 'en', numericOrdering: true }, sorted: ['2', '9', '10'] },
+    {
+      name: 'numericOrdering: the documented example',
+      values: numeric,
+      collation: { locale: 'en_US', numericOrdering: true },
+      sorted: ['-2.1', '-10', '1', '2', '2.1', '2.2', '2.10', '2.20', '10', '20', '20.1'],
+    },
+    { name: "caseFirst 'upper'", values: ['b', 'a', 'B', 'A'], collation: { locale: 'en', caseFirst: 'upper' }, sorted: ['A', 'a', 'B', 'b'] },
+    { name: "caseFirst 'lower'", values: ['b', 'A', 'B', 'a'], collation: { locale: 'en', caseFirst: 'lower' }, sorted: ['a', 'A', 'b', 'B'] },
+    { name: 'a locale orders letters, not code units', values: ['b', 'é', 'a', 'Z'], collation: { locale: 'en' }, sorted: ['a', 'b', 'é', 'Z'] },
+  ];
+  it.each(rows)('$name', async ({ values, collation, sorted }) => {
+    const c = fresh();
+    await c.insertMany(values.map((n, i) => ({ _id: i, n })) as Document[]);
+    const found = await c.find({}, collation ? { collation } : {}).sort({ n: 1 }).toArray();
+    expect(found.map((d) => d.n)).toEqual(sorted);
+    // An aggregate $sort behind a $project (not pushed down to the query) sorts alike.
+    const agg = await c.aggregate([{ $project: { n: 1 } }, { $sort: { n: 1 } }], collation ? { collation } : {}).toArray();
+    expect(agg.map((d) => d.n)).toEqual(sorted);
+  });
+});
+
+describe('aggregate with a collation', () => {
+  // https://www.mongodb.com/docs/manual/reference/method/db.collection.aggregate/ (Specify a Collation):
+  // the pipeline's $match compares by { locale: "fr", strength: 1 }.
+  it('$match at the start and after other stages, and $sort', async () => {
+    const c = fresh();
+    await c.insertMany(cafes as Document[]);
+    const fr1 = { collation: { locale: 'fr', strength: 1 } };
+    const leading = await c.aggregate([{ $match: { status: 'A' } }, { $sort: { _id: -1 } }], fr1).toArray();
+    expect(leading.map((d) => d._id)).toEqual([3, 2, 1]);
+    const later = await c.aggregate([{ $project: { category: 1 } }, { $match: { category: 'CAFE' } }, { $sort: { _id: 1 } }], fr1).toArray();
+    expect(later.map((d) => d._id)).toEqual([1, 2, 3]);
+    const binary = await c.aggregate([{ $project: { category: 1 } }, { $match: { category: 'CAFE' } }]).toArray();
+    expect(binary).toEqual([]);
+  });
+});
+
+describe('indexes with a collation', () => {
+  // https://www.mongodb.com/docs/manual/core/index-case-insensitive/: an index with { locale: 'en',
+  // strength: 2 } is used by queries with the same collation (three results for "apple"), not by a
+  // query without it (one result) or with strength 1 (three results). A unique index compares keys by
+  // its collation, so at strength 2 'Abc' and 'abc' are one key (E11000) and 'ábc' another.
+  it('a query uses the index only with the same collation', async () => {
+    const c = fresh();
+    await c.createIndex({ type: 1 }, { collation: { locale: 'en', strength: 2 } });
+    await c.insertMany([{ type: 'apple' }, { type: 'Apple' }, { type: 'APPLE' }]);
+    const rows: Array<{ collation?: CollationOptions; found: number; index: boolean }> = [
+      { found: 1, index: false },
+      { collation: { locale: 'en', strength: 2 }, found: 3, index: true },
+      { collation: { locale: 'en', strength: 1 }, found: 3, index: false },
+    ];
+    for (const { collation, found, index } of rows) {
+      const cursor = () => c.find({ type: 'apple' }, collation ? { collation } : {});
+      expect(await cursor().toArray()).toHaveLength(found);
+      expect(usesIndex(await cursor().explain(), 'type_1')).toBe(index);
+    }
+    const [, spec] = await c.listIndexes().toArray();
+    expect(spec.collation).toMatchObject({ locale: 'en', caseLevel: false, caseFirst: 'off', strength: 2, numericOrdering: false, alternate: 'non-ignorable', maxVariable: 'punct', normalization: false, backwards: false });
+  });
+
+  const unique: Array<{ name: string; first: string; second: string; duplicate: boolean }> = [
+    { name: "'Abc' then 'abc' at strength 2", first: 'Abc', second: 'abc', duplicate: true },
+    { name: "'abc' then 'ábc' at strength 2", first: 'abc', second: 'ábc', duplicate: false },
+  ];
+  it.each(unique)('unique index: $name', async ({ first, second, duplicate }) => {
+    const c = fresh();
+    await c.createIndex({ name: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } });
+    await c.insertOne({ name: first });
+    const err = await errorOf(c.insertOne({ name: second }));
+    if (duplicate) expect((err as MongoServerError).code).toBe(11000);
+    else expect(err).toBeUndefined();
+  });
+
+  it('a document may change its key to one its collation holds equal', async () => {
+    const c = fresh();
+    await c.createIndex({ name: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } });
+    await c.insertOne({ _id: 1 as never, name: 'Abc' });
+    expect((await c.updateOne({ _id: 1 as never }, { $set: { name: 'ABC' } })).modifiedCount).toBe(1);
+    expect((await errorOf(c.insertOne({ name: 'abc' })) as MongoServerError).code).toBe(11000);
+  });
+
+  it('building a unique index over existing duplicates fails with E11000', async () => {
+    const c = fresh();
+    await c.insertMany([{ name: 'Abc' }, { name: 'abc' }]);
+    const err = await errorOf(c.createIndex({ name: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } }));
+    expect((err as MongoServerError).code).toBe(11000);
+  });
+});
+
+describe('a collection with a default collation', () => {
+  // https://www.mongodb.com/docs/manual/core/index-case-insensitive/ (Case Insensitive Indexes on
+  // Collections with a Default Collation): indexes and queries inherit { locale: 'en_US', strength: 2 }
+  // (three "betsy" results, using the index), and a query with { locale: 'en_US' } finds one.
+  // .../reference/command/listCollections/ shows the collation in `options`, filled in.
+  it('indexes and queries inherit it; a query may ask for another', async () => {
+    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en_US', strength: 2 } });
+    await c.createIndex({ first_name: 1 });
+    await c.insertMany([{ first_name: 'Betsy' }, { first_name: 'BETSY' }, { first_name: 'betsy' }]);
+    expect(await c.find({ first_name: 'betsy' }).toArray()).toHaveLength(3);
+    expect(usesIndex(await c.find({ first_name: 'betsy' }).explain(), 'first_name_1')).toBe(true);
+    expect(await c.find({ first_name: 'betsy' }, { collation: { locale: 'en_US' } }).toArray()).toHaveLength(1);
+    expect(await c.find({ first_name: 'betsy' }, { collation: { locale: 'simple' } }).toArray()).toHaveLength(1);
+    // A range and a descending sort by the collation (binary order would give 'bob', 'betsy').
+    await c.insertMany([{ first_name: 'alice' }, { first_name: 'bob' }, { first_name: 'Carl' }]);
+    const last = () => c.find({ first_name: { $gt: 'B' } }).sort({ first_name: -1 }).limit(2);
+    expect((await last().toArray()).map((d) => d.first_name)).toEqual(['Carl', 'bob']);
+    expect(usesIndex(await last().explain(), 'first_name_1')).toBe(true);
+
+    const filled = { locale: 'en_US', caseLevel: false, caseFirst: 'off', strength: 2, numericOrdering: false, alternate: 'non-ignorable', maxVariable: 'punct', normalization: false, backwards: false };
+    const [info] = await db.listCollections({ name: c.collectionName }).toArray();
+    expect((info as Document).options.collation).toMatchObject(filled);
+    const indexes = await c.listIndexes().toArray();
+    expect(indexes.map((i) => i.collation)).toEqual([expect.objectContaining(filled), expect.objectContaining(filled)]);
+  });
+
+  it('the _id index has it too: "a" and "A" are one _id at strength 2', async () => {
+    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
+    await c.insertOne({ _id: 'A' as never });
+    const err = await errorOf(c.insertOne({ _id: 'a' as never }));
+    expect((err as MongoServerError).code).toBe(11000);
+    expect(await c.findOne({ _id: 'a' as never })).toEqual({ _id: 'A' });
+  });
+
+  it("an index with collation { locale: 'simple' } keeps binary order", async () => {
+    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
+    await c.createIndex({ k: 1 }, { unique: true, collation: { locale: 'simple' } });
+    await c.insertMany([{ k: 'Abc' }, { k: 'abc' }]);
+    const [, spec] = await c.listIndexes().toArray();
+    expect(spec.collation).toBeUndefined();
+  });
+});
+
+describe('mongoose', () => {
+  // https://mongoosejs.com/docs/api/query.html#Query.prototype.collation(): sends the collation with the find.
+  it('Query.collation() finds case-insensitively', async () => {
+    const conn = await mongoose.createConnection(uri, { dbName }).asPromise();
+    try {
+      const Name = conn.model('CollationName', new mongoose.Schema({ first: String }));
+      await Name.create([{ first: 'Betsy' }, { first: 'BETSY' }, { first: 'Bob' }]);
+      expect(await Name.find({ first: 'betsy' }).collation({ locale: 'en', strength: 2 })).toHaveLength(2);
+      expect(await Name.find({ first: 'betsy' })).toHaveLength(0);
+    } finally {
+      await conn.close();
+    }
+  });
+});
+
+describe('collation documents mongod refuses', () => {
+  // mongod parses a collation with its IDL Collation struct (src/mongo/db/basic_types.idl: strict, a
+  // required locale, strength within 0..5, enum values) and then its ICU collator factory
+  // (src/mongo/db/query/collation/collator_factory_icu.cpp: BadValue for an unknown locale and for
+  // caseFirst without caseLevel below strength 3, IncompatibleCollationVersion for another ICU version).
+  // https://www.mongodb.com/docs/manual/reference/collation/ lists the fields and their values.
+  const rows: Array<{ name: string; collation: Document; code: number; message: string }> = [
+    { name: 'an unknown field', collation: { locale: 'en', colour: 'red' }, code: 40415, message: "BSON field 'collation.colour' is an unknown field." },
+    { name: 'no locale', collation: { strength: 1 }, code: 40414, message: "BSON field 'collation.locale' is missing but a required field" },
+    { name: 'strength 6', collation: { locale: 'en', strength: 6 }, code: 51024, message: "BSON field 'collation.strength' value must be <= 5, actual value '6'" },
+    { name: 'an unknown locale', collation: { locale: 'xx' }, code: 2, message: "Field 'locale' is invalid in: " },
+    { name: 'an unknown caseFirst value', collation: { locale: 'en', caseFirst: 'sideways' }, code: 2, message: "Enumeration value 'sideways' for field 'collation.caseFirst' is not a valid value." },
+    { name: 'caseFirst at strength 1 without caseLevel', collation: { locale: 'en', strength: 1, caseFirst: 'upper' }, code: 2, message: "'caseFirst' is invalid unless 'caseLevel' is on or 'strength' is greater than 2" },
+    { name: 'a caseLevel that is not a bool', collation: { locale: 'en', caseLevel: 'yes' }, code: 14, message: "BSON field 'collation.caseLevel' is the wrong type 'string'" },
+    { name: 'another ICU version', collation: { locale: 'en', version: '1.0' }, code: 161, message: 'Requested collation version 1.0 but the only available collator version was' },
+  ];
+  it.each(rows)('$name', async ({ collation: raw, code, message }) => {
+    const collation = raw as CollationOptions; // deliberately invalid: the driver's type would not let it through
+    const c = fresh();
+    await c.insertOne({ n: 'a' });
+    for (const run of [
+      () => c.find({ n: 'a' }, { collation }).toArray(),
+      () => c.aggregate([{ $match: { n: 'a' } }], { collation }).toArray(),
+      () => c.createIndex({ n: 1 }, { collation }),
+      () => db.createCollection(`${c.collectionName}_default`, { collation }),
+    ]) {
+      const err = await errorOf(run());
+      expect(err).toBeInstanceOf(MongoServerError);
+      expect((err as MongoServerError).code).toBe(code);
+      expect((err as MongoServerError).message).toContain(message);
+    }
+  });
+});
+
+describe('collation options the embedded server refuses (mongod accepts them)', () => {
+  // Intl.Collator, which the embedded server compares with, has no quaternary or identical strength,
+  // no case level above strength 1, no maxVariable, no backwards secondary order outside fr_CA's own,
+  // and none of the 'search' variants: each is refused with BadValue instead of comparing differently.
+  // README: Known differences. These rows run against a private embedded server, not MONGODB_URI.
+  let server: EmbeddedMongo;
+  let own: MongoClient;
+  beforeAll(async () => {
+    server = await startEmbeddedMongo({ port: 0 });
+    own = await MongoClient.connect(server.uri);
+  });
+  afterAll(async () => {
+    await own.close();
+    await server.stop();
+  });
+
+  const rows: Array<{ name: string; collation: Document; message: string }> = [
+    { name: 'strength 4', collation: { locale: 'en', strength: 4 }, message: 'strength 4 is not supported' },
+    { name: 'strength 5', collation: { locale: 'en', strength: 5 }, message: 'strength 5 is not supported' },
+    { name: 'caseLevel at strength 2', collation: { locale: 'en', strength: 2, caseLevel: true }, message: 'caseLevel with strength 2 is not supported' },
+    { name: "alternate 'shifted' with maxVariable 'space'", collation: { locale: 'en', alternate: 'shifted', maxVariable: 'space' }, message: "maxVariable 'space' is not supported" },
+    { name: 'backwards for en', collation: { locale: 'en', backwards: true }, message: "backwards: true for locale 'en' is not supported" },
+    { name: 'the search variant', collation: { locale: 'de@collation=search' }, message: "the 'search' collation variant is not supported" },
+  ];
+  it.each(rows)('$name', async ({ collation, message }) => {
+    const c = own.db('refusals').collection('c');
+    const err = await errorOf(c.find({}, { collation: collation as CollationOptions }).toArray());
+    expect(err).toBeInstanceOf(MongoServerError);
+    expect((err as MongoServerError).code).toBe(2);
+    expect((err as MongoServerError).message).toContain(message);
+  });
+
+  it("alternate 'shifted' ignores spaces and punctuation", async () => {
+    const c = own.db('refusals').collection('shifted');
+    await c.insertMany([{ n: 'a-b c' }, { n: 'abc' }, { n: 'abd' }]);
+    const found = await c.find({ n: 'abc' }, { collation: { locale: 'en', alternate: 'shifted' } }).toArray();
+    expect(found.map((d) => d.n)).toEqual(['a-b c', 'abc']);
+  });
+});
