@@ -316,7 +316,7 @@ const update: Handler = (engine, cmd, ctx) => {
         continue;
       }
       for (const [rid, before] of rows) {
-        const out = applyUpdate(before, spec.u, { filter, arrayFilters: spec.arrayFilters });
+        const out = applyUpdate(before, spec.u, { filter, arrayFilters: spec.arrayFilters, strings: collator?.compare });
         n++;
         if (out.modified) {
           checkSize(out.doc, 'update');
@@ -381,7 +381,7 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   validateUpdate(cmd.update);
   if (row) {
     const [rid, before] = row;
-    const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters });
+    const out = applyUpdate(before, cmd.update, { filter, arrayFilters: cmd.arrayFilters, strings: collator?.compare });
     if (out.modified) {
       checkSize(out.doc, 'update');
       validateWrite(coll!, out.doc, before, cmd);

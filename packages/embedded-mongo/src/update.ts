@@ -5,7 +5,7 @@
 // to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
-import { compareValues, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType } from './bson-order.js';
+import { compareValues, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
 import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
 
@@ -224,14 +224,14 @@ function hasArrayPaths(u: Doc): boolean {
  * filters evaluated on the document before the update (as mongod does). The result is a plain update
  * that sets several fields of one element at once and reports concrete paths in change events.
  */
-function expandArrayPaths(doc: Doc, u: Doc, arrayFilters: Doc[] | undefined): Doc {
+function expandArrayPaths(doc: Doc, u: Doc, arrayFilters: Doc[] | undefined, strings: StringCompare | undefined): Doc {
   const filters = new Map<string, (element: unknown) => boolean>();
   for (const f of arrayFilters ?? []) {
     const ids = filterIdentifiers(f);
     if (ids.size !== 1) throw new MongoError(9, 'Error parsing array filter: expected a single top-level field name', 'FailedToParse');
     const [id] = ids;
     if (filters.has(id)) throw new MongoError(9, `Found multiple array filters with the same top-level field name ${id}`, 'FailedToParse');
-    const pred = compileFilter(f);
+    const pred = compileFilter(f, strings);
     filters.set(id, (element) => pred({ [id]: element }));
   }
   const used = new Set<string>();
@@ -301,12 +301,12 @@ function hasPositionalPaths(u: Doc): boolean {
  * conditions on that array match (mongod's positional rule), so several fields of the matched element
  * (mongoose's `children.$.name` with `children.$.updatedAt`) are set together like any other paths.
  */
-function resolvePositional(doc: Doc, u: Doc, filter: Doc): Doc {
+function resolvePositional(doc: Doc, u: Doc, filter: Doc, strings: StringCompare | undefined): Doc {
   const positions = new Map<string, number>();
   const positionOf = (arrayPath: string): number => {
     let at = positions.get(arrayPath);
     if (at === undefined) {
-      at = matchedPosition(doc, arrayPath, filter);
+      at = matchedPosition(doc, arrayPath, filter, strings);
       positions.set(arrayPath, at);
     }
     return at;
@@ -331,8 +331,8 @@ function resolvePositional(doc: Doc, u: Doc, filter: Doc): Doc {
 }
 
 /** The index the positional `$` stands for; BadValue as mongod answers when the query did not match the array. */
-function matchedPosition(doc: Doc, arrayPath: string, filter: Doc): number {
-  const at = positionalIndex(doc, arrayPath, filter);
+function matchedPosition(doc: Doc, arrayPath: string, filter: Doc, strings: StringCompare | undefined): number {
+  const at = positionalIndex(doc, arrayPath, filter, strings);
   if (at < 0) throw new MongoError(2, 'The positional operator did not find the match needed from the query.', 'BadValue');
   return at;
 }
@@ -451,9 +451,14 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
 
 /**
  * Applies `u` to a copy of `original` and reports what changed. `filter` feeds the positional `$`
- * operator, `inserting` enables $setOnInsert.
+ * operator, `inserting` enables $setOnInsert; `strings` (the operation's collation) is how the
+ * positional `$` and array filters match strings.
  */
-export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc; arrayFilters?: Doc[]; inserting?: boolean }): UpdateOutcome {
+export function applyUpdate(
+  original: Doc,
+  u: Doc | Doc[],
+  opts: { filter?: Doc; arrayFilters?: Doc[]; inserting?: boolean; strings?: StringCompare },
+): UpdateOutcome {
   if (Array.isArray(u)) {
     const [out] = new Aggregator(u, {}).run([deepCopy(original)]) as Doc[];
     const doc = out ?? {};
@@ -487,10 +492,10 @@ export function applyUpdate(original: Doc, u: Doc | Doc[], opts: { filter?: Doc;
   let arrayFilters = opts.arrayFilters;
   // Expanded also without `$[` paths: array filters the update does not use are refused, as mongod does.
   if (hasArrayPaths(u) || (arrayFilters !== undefined && arrayFilters.length > 0)) {
-    u = expandArrayPaths(original, u, arrayFilters);
+    u = expandArrayPaths(original, u, arrayFilters, opts.strings);
     arrayFilters = undefined;
   }
-  if (hasPositionalPaths(u)) u = resolvePositional(original, u, opts.filter ?? {});
+  if (hasPositionalPaths(u)) u = resolvePositional(original, u, opts.filter ?? {}, opts.strings);
   checkConflicts(u);
   const updated = new Set<string>();
   const removed = new Set<string>();

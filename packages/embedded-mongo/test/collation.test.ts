@@ -83,6 +83,20 @@ describe('string comparisons under a collation', () => {
   });
 });
 
+describe('updates under a collation', () => {
+  // https://www.mongodb.com/docs/manual/reference/operator/update/positional/: `$` is the first element
+  // the query matched, and the query matches by the operation's collation; .../reference/command/update/:
+  // the collation applies to the whole operation, arrayFilters included.
+  it('the positional $ and array filters match strings by the collation', async () => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, tags: ['tea', 'CAFE'] });
+    const fr2 = { locale: 'fr', strength: 2 };
+    expect((await c.updateOne({ tags: 'cafe' }, { $set: { 'tags.$': 'coffee' } }, { collation: fr2 })).modifiedCount).toBe(1);
+    await c.updateOne({ _id: 1 as never }, { $set: { 'tags.$[t]': 'water' } }, { arrayFilters: [{ t: 'TEA' }], collation: fr2 });
+    expect((await c.findOne({ _id: 1 as never }))?.tags).toEqual(['water', 'coffee']);
+  });
+});
+
 describe('sorts under a collation', () => {
   // https://www.mongodb.com/docs/manual/reference/collation/: numericOrdering compares digit substrings
   // as numbers (the Restrictions example, with its documented order); caseFirst "upper" sorts upper
