@@ -59,6 +59,8 @@ describe('string comparisons under a collation', () => {
     { name: '$lte bounds strings by the collation', filter: { category: { $lte: 'CAFE' } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
     { name: 'an embedded document compares its strings by the collation', filter: { doc: { c: 'CAFE' } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
     { name: 'an array element matches by the collation', filter: { tags: 'CAFE' }, collation: { locale: 'fr', strength: 1 }, ids: [1, 2, 3] },
+    { name: '$all', filter: { tags: { $all: ['CAFE'] } }, collation: { locale: 'fr', strength: 1 }, ids: [1, 2, 3] },
+    { name: '$elemMatch', filter: { tags: { $elemMatch: { $eq: 'CAFE' } } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
     // .../reference/operator/query/regex/ : $regex is not collation-aware.
     { name: '$regex ignores the collation', filter: { category: { $regex: '^cafe$' } }, collation: { locale: 'fr', strength: 1 }, ids: [2] },
   ];
