@@ -182,3 +182,51 @@ export function collatorFor(raw: unknown): Collator | undefined {
 export function sameCollation(a: Collator | undefined, b: Collator | undefined): boolean {
   return a === b || (a !== undefined && b !== undefined && a.key === b.key);
 }
+
+/**
+ * The refusal for a construct that would compare strings by code unit under a non-simple collation
+ * (mingo runs it, and mingo knows no collation): mongod has no code for "not implemented here", so
+ * NotImplemented (238) names it.
+ */
+export function notWithCollation(what: string): MongoError {
+  return new MongoError(238, `${what} with a non-simple collation is not supported by the embedded server`, 'NotImplemented');
+}
+
+// Expression operators (and accumulators, window functions) that compare values, and so strings by the
+// collation on mongod (https://www.mongodb.com/docs/manual/reference/collation/#operations-that-support-collation).
+const COMPARING_EXPRESSIONS = new Set([
+  '$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$cmp', '$in', '$indexOfArray', '$setEquals', '$setIntersection', '$setUnion',
+  '$setDifference', '$setIsSubset', '$max', '$min', '$maxN', '$minN', '$sortArray', '$addToSet', '$top', '$bottom', '$topN',
+  '$bottomN',
+]);
+
+/** The first operator in an aggregation expression that compares values; undefined when none does. */
+export function comparingOperator(expr: unknown): string | undefined {
+  if (Array.isArray(expr)) {
+    for (const x of expr) {
+      const found = comparingOperator(x);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (expr === null || typeof expr !== 'object' || (expr as { _bsontype?: string })._bsontype !== undefined || expr instanceof Date || expr instanceof RegExp) {
+    return undefined;
+  }
+  for (const [k, v] of Object.entries(expr)) {
+    if (k === '$literal') continue;
+    if (COMPARING_EXPRESSIONS.has(k)) return k;
+    const found = comparingOperator(v);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** Whether a value holds a string anywhere (a regex's pattern is not one: $regex ignores collation). */
+export function holdsString(v: unknown): boolean {
+  if (typeof v === 'string') return true;
+  if (Array.isArray(v)) return v.some(holdsString);
+  if (v === null || typeof v !== 'object' || v instanceof Date || v instanceof RegExp) return false;
+  const t = (v as { _bsontype?: string })._bsontype;
+  if (t === 'BSONSymbol') return true;
+  return t === undefined && Object.values(v).some(holdsString);
+}

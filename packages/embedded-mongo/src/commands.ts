@@ -4,8 +4,9 @@ import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
 import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
-import { collatorFor, type Collator } from './collation.js';
-import { docComparator, indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
+import { planCollated } from './collated-pipeline.js';
+import { collatorFor, notWithCollation, type Collator } from './collation.js';
+import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, streamSees, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
 import { compileFilter, MINGO_OPTIONS, pathValues, refuseJavaScript } from './matcher.js';
@@ -512,7 +513,10 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
   } else if (spec.startAtOperationTime) {
     after = engine.seqAtTime(spec.startAtOperationTime as Timestamp);
   }
-  const transform = stagesTransform(rest);
+  // A change stream compares by the collation its aggregate names, never the collection's default
+  // (mongod since 4.2, SERVER-39302: it reads the oplog, not the collection).
+  const collator = cmd.collation === undefined ? undefined : collatorFor(cmd.collation);
+  const transform = stagesTransform(rest, collator);
   const stream: ChangeStreamState = {
     db: ctx.db,
     coll: collection,
@@ -534,7 +538,8 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
  * The stages after $changeStream (applied to each event) or $currentOp. Leading $match stages (the
  * usual filter on operationType or fields) run as compiled predicates; mingo runs whatever follows.
  */
-function stagesTransform(stages: Doc[]): (events: Doc[]) => Doc[] {
+function stagesTransform(stages: Doc[], collator: Collator | undefined): (events: Doc[]) => Doc[] {
+  if (collator) return planCollated(stages, collator);
   let leading = 0;
   while (leading < stages.length && isPlainObject(stages[leading]) && Object.keys(stages[leading]).length === 1 && isPlainObject(stages[leading].$match)) leading++;
   const matches = stages.slice(0, leading).map((stage) => compileFilter(stage.$match as Doc));
@@ -587,31 +592,6 @@ function isCountGroup(stage: Doc): boolean {
   return isPlainObject(acc) && Object.keys(acc).length === 1 && acc.$sum === 1;
 }
 
-/**
- * Runs pipeline stages under a collation: $match and $sort compare strings by it here, and the stages
- * between them run in mingo, which compares binary (README: known differences).
- */
-function runCollated(stages: Doc[], source: Doc[], collator: Collator, resolver: (coll: string) => Doc[]): Doc[] {
-  let docs = source;
-  let pending: Doc[] = [];
-  const flush = (): void => {
-    if (pending.length > 0) docs = new Aggregator(pending, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(docs) as Doc[];
-    pending = [];
-  };
-  for (const stage of stages) {
-    const only = Object.keys(stage).length === 1;
-    if (only && isPlainObject(stage.$match)) {
-      flush();
-      docs = docs.filter(compileFilter(stage.$match, collator.compare));
-    } else if (only && isPlainObject(stage.$sort)) {
-      flush();
-      docs = [...docs].sort(docComparator(parseSort(stage.$sort), collator.compare));
-    } else pending.push(stage);
-  }
-  flush();
-  return docs;
-}
-
 const aggregate: Handler = (engine, cmd, ctx) => {
   const pipeline = cmd.pipeline as Doc[] | undefined;
   if (!Array.isArray(pipeline)) throw new MongoError(9, "'pipeline' option must be specified as an array", 'FailedToParse');
@@ -637,7 +617,7 @@ const aggregate: Handler = (engine, cmd, ctx) => {
       // The $match stages right after it run compiled: the reports hold Longs, which mingo does not compare.
       let matches = 1;
       while (matches < pipeline.length && '$match' in pipeline[matches]) matches++;
-      source = stagesTransform(pipeline.slice(1, matches))(currentOps(ctx.monitor, engine, parseCurrentOpOptions(first.$currentOp)));
+      source = stagesTransform(pipeline.slice(1, matches), collator)(currentOps(ctx.monitor, engine, parseCurrentOpOptions(first.$currentOp)));
       stages = pipeline.slice(matches);
     } else if (first && '$listLocalSessions' in first) {
       source = [];
@@ -687,12 +667,14 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     source = rows.map(([, d]) => deepCopy(d));
   }
   if (write) stages = stages.slice(0, -1);
+  // $merge matches its `on` fields through a unique index of the aggregate's collation, which this server does not do.
+  if (write?.stage === '$merge' && collator) throw notWithCollation('$merge');
   const resolver = (coll: string): Doc[] => engine.getCollection(ctx.db, coll)?.allDocs().map(deepCopy) ?? [];
   const results =
     stages.length === 0
       ? source
       : collator
-        ? runCollated(stages, source, collator, resolver)
+        ? planCollated(stages, collator, resolver)(source)
         : (new Aggregator(stages, { ...MINGO_OPTIONS, collectionResolver: resolver }).run(source) as Doc[]);
   if (cmd.explain) return { stages: pipeline, ok: 1 };
   if (write) {

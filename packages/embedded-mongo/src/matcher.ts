@@ -6,6 +6,7 @@
 import { Long, type Binary } from 'bson';
 import { Query } from 'mingo';
 import { binaryBytes, compareValues, getField, isPlainObject, numberType, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { comparingOperator, holdsString, notWithCollation } from './collation.js';
 import { MongoError } from './errors.js';
 import { compileJsonSchema } from './json-schema.js';
 
@@ -329,7 +330,10 @@ function compileBits(path: string, parts: string[], op: BitTest, x: unknown): Pr
 function compileField(path: string, cond: any, strings: StringCompare | undefined): Predicate {
   const parts = path.split('.');
   if (!isOperatorObject(cond)) {
-    if (!isSimpleValue(cond)) return mingoPredicate({ [path]: cond });
+    if (!isSimpleValue(cond)) {
+      if (strings && holdsString(cond)) throw notWithCollation(`Equality to a value holding a regex on '${path}'`);
+      return mingoPredicate({ [path]: cond });
+    }
     return (doc) => eqMatch(fieldValues(doc, path, parts), cond, strings);
   }
   if ('$near' in cond || '$nearSphere' in cond) throw noGeoIndex();
@@ -360,13 +364,19 @@ function compileField(path: string, cond: any, strings: StringCompare | undefine
       }
       case '$in':
       case '$nin': {
-        if (!Array.isArray(x) || !x.every(isSimpleValue)) {
+        // Regexes in the list match strings by pattern (left to mingo, binary as on mongod); every other
+        // value is compared here, by the collation.
+        const list = Array.isArray(x) ? x.filter(isSimpleValue) : [];
+        const patterns = Array.isArray(x) ? x.filter((v) => typeRank(v) === 12) : [];
+        if (!Array.isArray(x) || list.length + patterns.length !== x.length) {
           rest[op] = x;
           break;
         }
-        const list = x as any[];
-        if (op === '$in') preds.push((doc) => inMatch(fieldValues(doc, path, parts), list, strings));
-        else preds.push((doc) => !inMatch(fieldValues(doc, path, parts), list, strings));
+        const matchesPattern = patterns.length > 0 ? mingoPredicate({ [path]: { $in: patterns } }) : undefined;
+        const found = matchesPattern
+          ? (doc: Doc) => inMatch(fieldValues(doc, path, parts), list, strings) || matchesPattern(doc)
+          : (doc: Doc) => inMatch(fieldValues(doc, path, parts), list, strings);
+        preds.push(op === '$in' ? found : (doc) => !found(doc));
         break;
       }
       case '$exists': {
@@ -406,7 +416,12 @@ function compileField(path: string, cond: any, strings: StringCompare | undefine
         rest[op] = x;
     }
   }
-  if (Object.keys(rest).length > 0) preds.push(mingoPredicate({ [path]: rest }));
+  if (Object.keys(rest).length > 0) {
+    // mingo compares strings by code unit: refuse an operand of it holding one ($regex ignores collation).
+    const binary = strings && Object.keys(rest).find((op) => op !== '$regex' && op !== '$options' && holdsString(rest[op]));
+    if (binary) throw notWithCollation(`${binary} on '${path}' with a regex or $-prefixed field in its value`);
+    preds.push(mingoPredicate({ [path]: rest }));
+  }
   return all(preds);
 }
 
@@ -441,9 +456,12 @@ function compileParts(filter: Doc, strings: StringCompare | undefined): Predicat
         // DBRef fields, compared by value (an element query inside $elemMatch: {$id: x}).
         preds.push((doc) => eqMatch([getField(doc, key)], cond, strings));
         continue;
-      case '$expr':
+      case '$expr': {
         refuseJavaScript(cond);
+        const comparing = strings && comparingOperator(cond);
+        if (comparing) throw notWithCollation(`${comparing} in $expr`);
         break;
+      }
     }
     if (key === '$jsonSchema') {
       const schema = compileJsonSchema(cond);

@@ -6,8 +6,10 @@
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
 import { compareValues, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
+import { comparingOperator, notWithCollation } from './collation.js';
 import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
+import { bsonTypeName } from './json-schema.js';
 
 export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
 export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDescription | undefined };
@@ -15,7 +17,9 @@ export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDe
 const PUSH_MODIFIERS = new Set(['$each', '$slice', '$position', '$sort']);
 /** Query operators that apply to a whole document rather than to the value at a path. */
 const TOP_LEVEL_OPERATORS = new Set(['$and', '$or', '$nor', '$expr', '$where', '$comment', '$text', '$jsonSchema']);
-const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul']);
+const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$pullAll', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul']);
+/** The operators that compare values, and so strings by the update's collation (mongod's update nodes that take a collator). */
+const COMPARING_OPS = ['$pull', '$pullAll', '$addToSet', '$min', '$max'];
 
 export function isOperatorUpdate(u: Doc): boolean {
   const keys = Object.keys(u);
@@ -158,7 +162,7 @@ function toBigInt(v: any): bigint {
 }
 
 /** $push with its $each/$position/$sort/$slice modifiers, in MongoDB's order of application. */
-function applyPush(arr: any[], items: any[], mods: Doc): void {
+function applyPush(arr: any[], items: any[], mods: Doc, strings: StringCompare | undefined): void {
   const copies = items.map(deepCopy);
   if (mods.$position !== undefined) {
     const p = Number(mods.$position);
@@ -173,14 +177,14 @@ function applyPush(arr: any[], items: any[], mods: Doc): void {
       const fields = Object.entries(spec) as Array<[string, number]>;
       arr.sort((a, b) => {
         for (const [f, d] of fields) {
-          const c = compareValues(getPathValue(a, f), getPathValue(b, f));
+          const c = compareValues(getPathValue(a, f), getPathValue(b, f), strings);
           if (c !== 0) return d < 0 ? -c : c;
         }
         return 0;
       });
     } else {
       const d = Number(spec) < 0 ? -1 : 1;
-      arr.sort((a, b) => compareValues(a, b) * d);
+      arr.sort((a, b) => compareValues(a, b, strings) * d);
     }
   }
   if (mods.$slice !== undefined) {
@@ -352,7 +356,15 @@ function checkConflicts(u: Doc): void {
   }
 }
 
-function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, removed: Set<string>, owned?: Set<object>): void {
+function applyFast(
+  doc: Doc,
+  u: Doc,
+  inserting: boolean,
+  updated: Set<string>,
+  removed: Set<string>,
+  owned?: Set<object>,
+  strings?: StringCompare,
+): void {
   for (const [op, fields] of Object.entries(u)) {
     for (const [path, v] of Object.entries(fields as Doc)) {
       switch (op) {
@@ -385,7 +397,7 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
         case '$min':
         case '$max': {
           const cur = readPath(doc, path);
-          const c = cur === undefined ? 0 : compareValues(v, cur);
+          const c = cur === undefined ? 0 : compareValues(v, cur, strings);
           if (cur === undefined || (op === '$min' ? c < 0 : c > 0)) {
             setPath(doc, path, deepCopy(v), owned);
             updated.add(path);
@@ -410,9 +422,9 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
             cur = ownedContainer(doc, path, owned);
           }
           if (op === '$addToSet') {
-            for (const item of items) if (!cur.some((x: any) => compareValues(x, item) === 0)) cur.push(deepCopy(item));
+            for (const item of items) if (!cur.some((x: any) => compareValues(x, item, strings) === 0)) cur.push(deepCopy(item));
           } else {
-            applyPush(cur, items, isPlainObject(v) && '$each' in v ? v : {});
+            applyPush(cur, items, isPlainObject(v) && '$each' in v ? v : {}, strings);
           }
           updated.add(path);
           break;
@@ -426,16 +438,29 @@ function applyFast(doc: Doc, u: Doc, inserting: boolean, updated: Set<string>, r
             // element; any other document, $or/$and/$nor included, is a query on each element document.
             const first = Object.keys(v)[0];
             if (first.startsWith('$') && !TOP_LEVEL_OPERATORS.has(first)) {
-              const pred = compileFilter({ x: v });
+              const pred = compileFilter({ x: v }, strings);
               keep = (x) => !pred({ x });
             } else {
-              const pred = compileFilter(v);
+              const pred = compileFilter(v, strings);
               keep = (x) => !(isPlainObject(x) && pred(x));
             }
           } else {
-            keep = (x) => compareValues(x, v) !== 0;
+            keep = (x) => compareValues(x, v, strings) !== 0;
           }
           const next = cur.filter(keep);
+          if (next.length !== cur.length) {
+            setPath(doc, path, next, owned);
+            updated.add(path);
+          }
+          break;
+        }
+        case '$pullAll': {
+          // Removes the elements equal to one of the values, whole values compared (a regex is a value here).
+          if (!Array.isArray(v)) throw new MongoError(2, `$pullAll requires an array argument but was given a ${bsonTypeName(v)}`, 'BadValue');
+          const cur = readPath(doc, path);
+          if (cur === undefined) break;
+          if (!Array.isArray(cur)) throw new MongoError(2, 'Cannot apply $pull to a non-array value', 'BadValue');
+          const next = cur.filter((x) => !v.some((y) => compareValues(x, y, strings) === 0));
           if (next.length !== cur.length) {
             setPath(doc, path, next, owned);
             updated.add(path);
@@ -460,6 +485,8 @@ export function applyUpdate(
   opts: { filter?: Doc; arrayFilters?: Doc[]; inserting?: boolean; strings?: StringCompare },
 ): UpdateOutcome {
   if (Array.isArray(u)) {
+    const comparing = opts.strings && comparingOperator(u);
+    if (comparing) throw notWithCollation(`${comparing} in an update pipeline`);
     const [out] = new Aggregator(u, {}).run([deepCopy(original)]) as Doc[];
     const doc = out ?? {};
     if (original._id !== undefined) doc._id = original._id;
@@ -502,10 +529,15 @@ export function applyUpdate(
   if (canFastPath(u)) {
     // Copy-on-write: only the containers on updated paths are copied, not the whole document.
     const doc: Doc = { ...original };
-    applyFast(doc, u, Boolean(opts.inserting), updated, removed, new Set<object>([doc]));
+    applyFast(doc, u, Boolean(opts.inserting), updated, removed, new Set<object>([doc]), opts.strings);
     const modified = removed.size > 0 || [...updated].some((p) => !samePathValue(original, doc, p));
     return { doc, modified, description: describe(doc, updated, removed) };
   }
+  // The rarer operators ($pop, $rename, $bit, unusual modifiers) send the whole update to mingo, which
+  // compares binary.
+  const sortsPush = isPlainObject(u.$push) && Object.values(u.$push).some((v) => isPlainObject(v) && '$sort' in v);
+  const comparing = opts.strings && (COMPARING_OPS.find((op) => op in u) ?? (sortsPush ? '$push with $sort' : undefined));
+  if (comparing) throw notWithCollation(`${comparing} together with ${Object.keys(u).filter((op) => !FAST_OPS.has(op)).join(', ') || 'this update'}`);
   const doc = deepCopy(original);
   const { $setOnInsert, ...rest } = u;
   if ($setOnInsert && opts.inserting) applyFast(doc, { $set: $setOnInsert }, true, updated, removed);

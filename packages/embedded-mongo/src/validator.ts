@@ -3,7 +3,8 @@
 // Writes that break it fail with DocumentValidationFailure (121) and mongod 5+'s errInfo, or are only
 // logged under validationAction 'warn'.
 import { EJSON } from 'bson';
-import { isPlainObject, type Doc } from './bson-order.js';
+import { isPlainObject, type Doc, type StringCompare } from './bson-order.js';
+import { collatorFor } from './collation.js';
 import type { Collection } from './collection.js';
 import { MongoError } from './errors.js';
 import { bsonTypeName, compileJsonSchema, usesEncryption } from './json-schema.js';
@@ -14,6 +15,8 @@ type CollectionValidator = {
   action: 'error' | 'warn';
   matches: Predicate;
   filter: Doc;
+  /** The collection's default collation, which the validator's query operators compare strings by. */
+  strings: StringCompare | undefined;
 };
 
 const LEVELS = ['off', 'strict', 'moderate'];
@@ -70,17 +73,18 @@ export function parseValidator(options: Doc): CollectionValidator | undefined {
   checkEnum('validationLevel', validationLevel, LEVELS);
   checkEnum('validationAction', validationAction, ACTIONS);
   if (validator === undefined || Object.keys(validator).length === 0) return undefined;
+  const strings = options.collation === undefined ? undefined : collatorFor(options.collation)?.compare;
   let matches: Predicate;
   try {
     const banned = findBanned(validator, validationAction === 'warn' || validationLevel === 'moderate');
     if (banned) throw banned;
-    matches = compileFilter(validator);
+    matches = compileFilter(validator, strings);
   } catch (e) {
     if (!(e instanceof MongoError)) throw e;
     throw new MongoError(e.code, `Parsing of collection validator failed :: caused by :: ${e.message}`, e.codeName, e.extra);
   }
   if (validationLevel === 'off') return undefined;
-  return { level: validationLevel === 'moderate' ? 'moderate' : 'strict', action: validationAction === 'warn' ? 'warn' : 'error', matches, filter: validator };
+  return { level: validationLevel === 'moderate' ? 'moderate' : 'strict', action: validationAction === 'warn' ? 'warn' : 'error', matches, filter: validator, strings };
 }
 
 // Parsed once per collection; null for the (common) collection without a validator.
@@ -104,7 +108,7 @@ export function validateWrite(coll: Collection, doc: Doc, before: Doc | undefine
   const v = validatorOf(coll);
   if (!v || cmd.bypassDocumentValidation === true || v.matches(doc)) return;
   if (before !== undefined && v.level === 'moderate' && !v.matches(before)) return;
-  const errInfo = { failingDocumentId: doc._id, details: explainFilter(v.filter, doc) };
+  const errInfo = { failingDocumentId: doc._id, details: explainFilter(v.filter, doc, v.strings) };
   if (v.action === 'warn') {
     console.warn(`[embedded-mongo] Document would fail validation ${EJSON.stringify({ namespace: coll.ns, document: { _id: doc._id }, errInfo }, { relaxed: true })}`);
     return;
@@ -119,16 +123,18 @@ const REASONS: Record<string, string> = {
 };
 
 /** Why `doc` fails `filter`, in the shape of mongod's errInfo.details (the failing clauses only). */
-export function explainFilter(filter: Doc, doc: Doc): Doc {
+export function explainFilter(filter: Doc, doc: Doc, strings?: StringCompare): Doc {
   const clauses = Object.entries(filter);
-  if (clauses.length === 1) return explainClause(clauses[0][0], clauses[0][1], doc);
+  if (clauses.length === 1) return explainClause(clauses[0][0], clauses[0][1], doc, strings);
   return {
     operatorName: '$and',
-    clausesNotSatisfied: clauses.flatMap(([key, cond], index) => (compileFilter({ [key]: cond })(doc) ? [] : [{ index, details: explainClause(key, cond, doc) }])),
+    clausesNotSatisfied: clauses.flatMap(([key, cond], index) =>
+      compileFilter({ [key]: cond }, strings)(doc) ? [] : [{ index, details: explainClause(key, cond, doc, strings) }],
+    ),
   };
 }
 
-function explainClause(key: string, cond: any, doc: Doc): Doc {
+function explainClause(key: string, cond: any, doc: Doc, strings: StringCompare | undefined): Doc {
   if (key === '$jsonSchema') {
     return {
       operatorName: '$jsonSchema',
@@ -139,7 +145,10 @@ function explainClause(key: string, cond: any, doc: Doc): Doc {
   }
   if (key === '$and' || key === '$or') {
     const subs = cond as Doc[];
-    return { operatorName: key, clausesNotSatisfied: subs.flatMap((sub, index) => (compileFilter(sub)(doc) ? [] : [{ index, details: explainFilter(sub, doc) }])) };
+    return {
+      operatorName: key,
+      clausesNotSatisfied: subs.flatMap((sub, index) => (compileFilter(sub, strings)(doc) ? [] : [{ index, details: explainFilter(sub, doc, strings) }])),
+    };
   }
   if (key === '$nor') return { operatorName: '$nor', specifiedAs: { $nor: cond }, reason: 'child expression matched' };
   if (key === '$expr') return { operatorName: '$expr', specifiedAs: { $expr: cond }, reason: 'expression did not match', expressionResult: false };

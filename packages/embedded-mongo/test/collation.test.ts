@@ -3,7 +3,7 @@
 // MongoDB too (MONGODB_URI); the last block asks a private embedded server about the options it refuses
 // although mongod accepts them.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { MongoClient, MongoServerError, type CollationOptions, type Db, type Document } from 'mongodb';
+import { MongoClient, MongoServerError, type Collection, type CollationOptions, type Db, type Document } from 'mongodb';
 import mongoose from 'mongoose';
 import { startEmbeddedMongo, type EmbeddedMongo } from '../src/index.js';
 
@@ -63,6 +63,10 @@ describe('string comparisons under a collation', () => {
     { name: '$elemMatch', filter: { tags: { $elemMatch: { $eq: 'CAFE' } } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
     // .../reference/operator/query/regex/ : $regex is not collation-aware.
     { name: '$regex ignores the collation', filter: { category: { $regex: '^cafe$' } }, collation: { locale: 'fr', strength: 1 }, ids: [2] },
+    // .../reference/operator/query/in/: a regex in the list matches by pattern, the other values by equality.
+    { name: '$in with a regex: the strings by the collation', filter: { category: { $in: [/^tea/, 'CAFE'] } }, collation: { locale: 'fr', strength: 2 }, ids: [2, 3] },
+    { name: '$in with a regex: the regex by pattern', filter: { category: { $in: [/^caf/, 'tea'] } }, collation: { locale: 'fr', strength: 2 }, ids: [1, 2, 3] },
+    { name: '$nin with a regex', filter: { category: { $nin: [/é$/, 'CAFE'] } }, collation: { locale: 'fr', strength: 2 }, ids: [] },
   ];
   it.each(rows)('$name', async ({ filter, collation, ids }) => {
     const c = fresh();
@@ -96,6 +100,52 @@ describe('updates under a collation', () => {
     expect((await c.updateOne({ tags: 'cafe' }, { $set: { 'tags.$': 'coffee' } }, { collation: fr2 })).modifiedCount).toBe(1);
     await c.updateOne({ _id: 1 as never }, { $set: { 'tags.$[t]': 'water' } }, { arrayFilters: [{ t: 'TEA' }], collation: fr2 });
     expect((await c.findOne({ _id: 1 as never }))?.tags).toEqual(['water', 'coffee']);
+  });
+
+  // https://www.mongodb.com/docs/manual/reference/collation/#operations-that-support-collation: an update
+  // compares by its collation; the operators that compare values ($pull and $pullAll removing equal
+  // elements, $addToSet skipping one already there, $min/$max, $push's $sort) do so too. With { locale:
+  // 'en' } (strength 3) lower case sorts before upper case ('b' < 'B', 'a' < 'B'), where code units put
+  // every upper-case letter first ('B' < 'a').
+  const fr1 = { locale: 'fr', strength: 1 };
+  const fr2 = { locale: 'fr', strength: 2 };
+  const rows: Array<{ name: string; start: Document; update: Document; collation?: CollationOptions; result: Document }> = [
+    { name: '$pull a value', start: { tags: ['café', 'cafe', 'cafE', 'tea'] }, update: { $pull: { tags: 'CAFE' } }, collation: fr2, result: { tags: ['café', 'tea'] } },
+    { name: '$pull a value, binary', start: { tags: ['café', 'cafe', 'cafE', 'tea'] }, update: { $pull: { tags: 'CAFE' } }, result: { tags: ['café', 'cafe', 'cafE', 'tea'] } },
+    { name: '$pull a condition', start: { tags: ['café', 'cafe', 'tea'] }, update: { $pull: { tags: { $in: ['CAFE'] } } }, collation: fr1, result: { tags: ['tea'] } },
+    { name: '$pull a document condition', start: { items: [{ k: 'A' }, { k: 'b' }] }, update: { $pull: { items: { k: 'a' } } }, collation: fr2, result: { items: [{ k: 'b' }] } },
+    { name: '$pullAll', start: { tags: ['café', 'cafe', 'cafE', 'tea'] }, update: { $pullAll: { tags: ['CAFE', 'x'] } }, collation: fr1, result: { tags: ['tea'] } },
+    { name: '$pullAll, binary', start: { tags: ['café', 'cafe', 'cafE', 'tea'] }, update: { $pullAll: { tags: ['cafE'] } }, result: { tags: ['café', 'cafe', 'tea'] } },
+    { name: '$addToSet an equal string', start: { tags: ['cafe'] }, update: { $addToSet: { tags: 'CAFE' } }, collation: fr2, result: { tags: ['cafe'] } },
+    { name: '$addToSet $each, equal among themselves', start: { tags: [] }, update: { $addToSet: { tags: { $each: ['Tea', 'TEA', 'café'] } } }, collation: fr2, result: { tags: ['Tea', 'café'] } },
+    { name: '$addToSet, binary', start: { tags: ['cafe'] }, update: { $addToSet: { tags: 'CAFE' } }, result: { tags: ['cafe', 'CAFE'] } },
+    { name: '$max by the collation', start: { v: 'b' }, update: { $max: { v: 'B' } }, collation: { locale: 'en' }, result: { v: 'B' } },
+    { name: '$max, binary', start: { v: 'b' }, update: { $max: { v: 'B' } }, result: { v: 'b' } },
+    { name: '$max of an equal string', start: { v: 'b' }, update: { $max: { v: 'B' } }, collation: fr2, result: { v: 'b' } },
+    { name: '$min by the collation', start: { v: 'B' }, update: { $min: { v: 'a' } }, collation: { locale: 'en' }, result: { v: 'a' } },
+    { name: '$min, binary', start: { v: 'B' }, update: { $min: { v: 'a' } }, result: { v: 'B' } },
+    { name: '$push with $sort', start: { tags: ['b'] }, update: { $push: { tags: { $each: ['A', 'a', 'B'], $sort: 1 } } }, collation: { locale: 'en' }, result: { tags: ['a', 'A', 'b', 'B'] } },
+    { name: '$push with $sort, binary', start: { tags: ['b'] }, update: { $push: { tags: { $each: ['A', 'a', 'B'], $sort: 1 } } }, result: { tags: ['A', 'B', 'a', 'b'] } },
+    {
+      name: '$push with $sort by a field',
+      start: { items: [] },
+      update: { $push: { items: { $each: [{ k: 'B' }, { k: 'a' }], $sort: { k: 1 } } } },
+      collation: { locale: 'en' },
+      result: { items: [{ k: 'a' }, { k: 'B' }] },
+    },
+  ];
+  it.each(rows)('$name', async ({ start, update, collation, result }) => {
+    const c = fresh();
+    await c.insertOne({ _id: 1 as never, ...start });
+    await c.updateOne({ _id: 1 as never }, update, collation ? { collation } : {});
+    expect(await c.findOne({ _id: 1 as never })).toEqual({ _id: 1, ...result });
+  });
+
+  it("a collection's default collation reaches the update operators, and findOneAndUpdate's", async () => {
+    const c = await db.createCollection(`c${++collections}`, { collation: fr2 });
+    await c.insertOne({ _id: 1 as never, tags: ['cafe', 'tea'] });
+    await c.updateOne({ _id: 1 as never }, { $addToSet: { tags: 'CAFE' } });
+    expect((await c.findOneAndUpdate({ _id: 1 as never }, { $pull: { tags: 'TEA' } }, { returnDocument: 'after' }))?.tags).toEqual(['cafe']);
   });
 });
 
@@ -141,6 +191,29 @@ describe('aggregate with a collation', () => {
     expect(later.map((d) => d._id)).toEqual([1, 2, 3]);
     const binary = await c.aggregate([{ $project: { category: 1 } }, { $match: { category: 'CAFE' } }]).toArray();
     expect(binary).toEqual([]);
+  });
+
+  // .../reference/collation/#operations-that-support-collation: the aggregation pipeline compares by
+  // the collation throughout: $group puts keys it holds equal in one group ($sortByCount is a $group
+  // and a $sort, .../reference/operator/aggregation/sortByCount/), and $facet's sub-pipelines use it
+  // (mongod's jstests/aggregation/sources/match/collation_match.js).
+  const rows: Array<{ name: string; pipeline: Document[]; collation?: CollationOptions; result: Document[] }> = [
+    { name: '$group at strength 1: one group', pipeline: [{ $group: { _id: '$category', n: { $sum: 1 } } }, { $project: { _id: 0, n: 1 } }], collation: { locale: 'fr', strength: 1 }, result: [{ n: 3 }] },
+    {
+      name: '$group at strength 2: accents apart',
+      pipeline: [{ $group: { _id: '$category', ids: { $push: '$_id' } } }, { $project: { _id: 0, ids: 1 } }, { $sort: { ids: 1 } }],
+      collation: { locale: 'fr', strength: 2 },
+      result: [{ ids: [1] }, { ids: [2, 3] }],
+    },
+    { name: '$group, binary: three groups', pipeline: [{ $group: { _id: '$category', n: { $sum: 1 } } }, { $sort: { _id: 1 } }], result: [{ _id: 'cafE', n: 1 }, { _id: 'cafe', n: 1 }, { _id: 'café', n: 1 }] },
+    { name: '$group by a document key', pipeline: [{ $group: { _id: { s: '$status' }, n: { $sum: 1 } } }], collation: { locale: 'fr', strength: 2 }, result: [{ _id: { s: 'A' }, n: 3 }] },
+    { name: '$sortByCount', pipeline: [{ $sortByCount: '$status' }, { $project: { _id: 0, count: 1 } }], collation: { locale: 'fr', strength: 2 }, result: [{ count: 3 }] },
+    { name: '$facet', pipeline: [{ $facet: { m: [{ $match: { category: 'CAFE' } }, { $count: 'n' }] } }], collation: { locale: 'fr', strength: 2 }, result: [{ m: [{ n: 2 }] }] },
+  ];
+  it.each(rows)('$name', async ({ pipeline, collation, result }) => {
+    const c = fresh();
+    await c.insertMany(cafes as Document[]);
+    expect(await c.aggregate(pipeline, collation ? { collation } : {}).toArray()).toEqual(result);
   });
 });
 
@@ -230,12 +303,41 @@ describe('a collection with a default collation', () => {
     expect(await c.findOne({ _id: 'a' as never })).toEqual({ _id: 'A' });
   });
 
+  // .../core/schema-validation/: the validator is a query on the collection, so it compares by the
+  // collection's default collation.
+  it('the validator compares strings by it', async () => {
+    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 }, validator: { status: { $in: ['active', 'closed'] } } });
+    await c.insertOne({ status: 'ACTIVE' });
+    expect((await errorOf(c.insertOne({ status: 'gone' })) as MongoServerError).code).toBe(121);
+  });
+
   it("an index with collation { locale: 'simple' } keeps binary order", async () => {
     const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
     await c.createIndex({ k: 1 }, { unique: true, collation: { locale: 'simple' } });
     await c.insertMany([{ k: 'Abc' }, { k: 'abc' }]);
     const [, spec] = await c.listIndexes().toArray();
     expect(spec.collation).toBeUndefined();
+  });
+});
+
+describe('change streams', () => {
+  // A change stream compares by the collation it is opened with, and by the simple collation without
+  // one, whatever the collection's default (MongoDB 4.2+, SERVER-39302; .../reference/method/db.collection.watch/).
+  it('a $match in the stream uses the collation of the watch, not the default', async () => {
+    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
+    const plain = c.watch([{ $match: { 'fullDocument.s': 'ABC' } }], { maxAwaitTimeMS: 200 });
+    const collated = c.watch([{ $match: { 'fullDocument.s': 'ABC' } }], { maxAwaitTimeMS: 200, collation: { locale: 'en', strength: 2 } });
+    expect(await plain.tryNext()).toBeNull();
+    expect(await collated.tryNext()).toBeNull();
+    await c.insertOne({ s: 'abc' });
+    await c.insertOne({ s: 'ABC' });
+    try {
+      expect(((await plain.next()) as Document).fullDocument.s).toBe('ABC');
+      expect(((await collated.next()) as Document).fullDocument.s).toBe('abc');
+    } finally {
+      await plain.close();
+      await collated.close();
+    }
   });
 });
 
@@ -325,5 +427,68 @@ describe('collation options the embedded server refuses (mongod accepts them)', 
     await c.insertMany([{ n: 'a-b c' }, { n: 'abc' }, { n: 'abd' }]);
     const found = await c.find({ n: 'abc' }, { collation: { locale: 'en', alternate: 'shifted' } }).toArray();
     expect(found.map((d) => d.n)).toEqual(['a-b c', 'abc']);
+  });
+});
+
+describe('what compares strings under a collation and the embedded server refuses', () => {
+  // Constructs the embedded server runs in mingo, which compares strings by code unit: under a
+  // non-simple collation (the operation's or the collection's default) each is refused with
+  // NotImplemented (238) rather than answered by the wrong order (README: Known differences). mongod
+  // runs them all, so these rows ask a private embedded server, not MONGODB_URI. Without a collation
+  // the same commands run.
+  let server: EmbeddedMongo;
+  let own: MongoClient;
+  beforeAll(async () => {
+    server = await startEmbeddedMongo({ port: 0 });
+    own = await MongoClient.connect(server.uri);
+    await own.db('refusals').collection('docs').insertMany([{ _id: 1 as never, s: 'a', tags: ['a'] }]);
+  });
+  afterAll(async () => {
+    await own.close();
+    await server.stop();
+  });
+
+  const fr2 = { locale: 'fr', strength: 2 };
+  const rows: Array<{ name: string; run: (c: Collection, collation?: CollationOptions) => Promise<unknown>; message: string }> = [
+    { name: '$eq in $project', run: (c, collation) => c.aggregate([{ $project: { x: { $eq: ['$s', 'A'] } } }], { collation }).toArray(), message: '$eq in $project' },
+    { name: '$expr in find', run: (c, collation) => c.find({ $expr: { $lt: ['$s', 'B'] } }, { collation }).toArray(), message: '$lt in $expr' },
+    { name: '$expr in a later $match', run: (c, collation) => c.aggregate([{ $project: { s: 1 } }, { $match: { $expr: { $in: ['$s', ['A']] } } }], { collation }).toArray(), message: '$in in $expr' },
+    { name: '$addToSet in $group', run: (c, collation) => c.aggregate([{ $group: { _id: null, s: { $addToSet: '$s' } } }], { collation }).toArray(), message: '$addToSet in $group' },
+    { name: '$max in $group', run: (c, collation) => c.aggregate([{ $group: { _id: '$s', m: { $max: '$s' } } }], { collation }).toArray(), message: '$max in $group' },
+    { name: '$lookup', run: (c, collation) => c.aggregate([{ $lookup: { from: 'docs', localField: 's', foreignField: 's', as: 'j' } }], { collation }).toArray(), message: '$lookup with a non-simple' },
+    { name: '$graphLookup', run: (c, collation) => c.aggregate([{ $graphLookup: { from: 'docs', startWith: '$s', connectFromField: 's', connectToField: 's', as: 'g' } }], { collation }).toArray(), message: '$graphLookup' },
+    { name: '$bucket with string boundaries', run: (c, collation) => c.aggregate([{ $bucket: { groupBy: '$s', boundaries: ['a', 'n', 'z'] } }], { collation }).toArray(), message: '$bucket with string boundaries' },
+    { name: '$setWindowFields with partitionBy', run: (c, collation) => c.aggregate([{ $setWindowFields: { partitionBy: '$s', output: { n: { $count: {} } } } }], { collation }).toArray(), message: '$setWindowFields' },
+    { name: '$merge', run: (c, collation) => c.aggregate([{ $merge: { into: 'merged' } }], { collation }).toArray(), message: '$merge' },
+    { name: 'a pipeline update comparing strings', run: (c, collation) => c.updateOne({ _id: 1 as never }, [{ $set: { t: { $eq: ['$s', 'A'] } } }], { collation }), message: '$eq in an update pipeline' },
+    { name: '$pull alongside $pop', run: (c, collation) => c.updateOne({ _id: 1 as never }, { $pull: { tags: 'A' }, $pop: { other: 1 } }, { collation }), message: '$pull together with $pop' },
+  ];
+  it.each(rows)('$name', async ({ run, message }) => {
+    const c = own.db('refusals').collection('docs');
+    const err = await errorOf(run(c, fr2));
+    expect(err).toBeInstanceOf(MongoServerError);
+    expect((err as MongoServerError).code).toBe(238);
+    expect((err as MongoServerError).message).toContain(message);
+    expect((err as MongoServerError).message).toContain('with a non-simple collation is not supported by the embedded server');
+    // The same command without a collation, or with the simple one, runs.
+    expect(await errorOf(run(c, { locale: 'simple' }))).toBeUndefined();
+  });
+
+  it("a collection's default collation is refused alike, and so is a validator that would compare by it", async () => {
+    const d = own.db('refusals');
+    const c = await d.createCollection('defaulted', { collation: fr2 });
+    await c.insertOne({ s: 'a' });
+    expect((await errorOf(c.aggregate([{ $project: { x: { $cmp: ['$s', 'A'] } } }]).toArray()) as MongoServerError).code).toBe(238);
+    const err = await errorOf(d.createCollection('validated', { collation: fr2, validator: { $expr: { $eq: ['$s', 'a'] } } }));
+    expect((err as MongoServerError).code).toBe(238);
+    expect((err as MongoServerError).message).toContain('Parsing of collection validator failed');
+  });
+
+  it('a change stream whose later stages would compare strings is refused when it opens', async () => {
+    const c = own.db('refusals').collection('docs');
+    const stream = c.watch([{ $project: { x: { $eq: ['$fullDocument.s', 'A'] } } }], { collation: fr2 });
+    const err = await errorOf(stream.tryNext());
+    await stream.close();
+    expect((err as MongoServerError).code).toBe(238);
   });
 });
