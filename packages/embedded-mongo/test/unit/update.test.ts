@@ -67,6 +67,8 @@ describe('array operators', () => {
     { name: '$pop the last element', before: { _id: 1, a: [1, 2, 3] }, update: { $pop: { a: 1 } }, after: { _id: 1, a: [1, 2] } },
     { name: '$pop the first element', before: { _id: 1, a: [1, 2, 3] }, update: { $pop: { a: -1 } }, after: { _id: 1, a: [2, 3] } },
     { name: '$pullAll', before: { _id: 1, a: [0, 2, 5, 5, 1] }, update: { $pullAll: { a: [0, 5] } }, after: { _id: 1, a: [2, 1] } },
+    { name: '$pullAll compares whole values: a regex is a value', before: { _id: 1, a: ['abc', /b/] }, update: { $pullAll: { a: [/b/] } }, after: { _id: 1, a: ['abc'] } },
+    { name: '$pullAll of a missing field', before: { _id: 1 }, update: { $pullAll: { a: [1] } }, after: { _id: 1 } },
   ]);
 });
 
@@ -128,6 +130,8 @@ describe('refusals', () => {
     { name: '$inc of a string', before: { _id: 1, a: 'x' }, update: { $inc: { a: 1 } }, code: 14, message: 'Cannot apply $inc to a value of non-numeric type' },
     { name: '$inc by a string', before: { _id: 1 }, update: { $inc: { a: 'x' } }, code: 14, message: 'Cannot increment with non-numeric argument' },
     { name: '$push to a non-array', before: { _id: 1, a: 1 }, update: { $push: { a: 1 } }, code: 2, message: "The field 'a' must be an array" },
+    { name: '$pullAll with a value that is not an array', before: { _id: 1, a: [1] }, update: { $pullAll: { a: 1 } }, code: 2, message: '$pullAll requires an array argument but was given a int' },
+    { name: '$pullAll from a non-array', before: { _id: 1, a: 1 }, update: { $pullAll: { a: [1] } }, code: 2, message: 'Cannot apply $pull to a non-array value' },
     { name: 'a field inside an array', before: { _id: 1, a: [{ b: 1 }] }, update: { $set: { 'a.b': 2 } }, code: 28, message: "Cannot create field 'b'" },
     { name: '$ without a query on the array', before: { _id: 1, a: [1] }, update: { $set: { 'a.$': 2 } }, code: 2, message: 'The positional operator did not find the match needed from the query.' },
     { name: '$[id] without its array filter', before: { _id: 1, a: [1] }, update: { $set: { 'a.$[x]': 2 } }, code: 2, message: "No array filter found for identifier 'x'" },
