@@ -3,7 +3,7 @@
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
-import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc } from './bson-order.js';
+import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
 import { planCollated } from './collated-pipeline.js';
 import { collatorFor, notWithCollation, type Collator } from './collation.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
@@ -102,14 +102,14 @@ function dollarField(v: Doc): string | undefined {
 }
 
 /** Builds the document an upsert inserts. */
-function upsertDocument(filter: Doc, update: Doc | Doc[], arrayFilters: Doc[] | undefined): Doc {
+function upsertDocument(filter: Doc, update: Doc | Doc[], arrayFilters: Doc[] | undefined, strings?: StringCompare): Doc {
   const seed = seedFromFilter(filter);
   let doc: Doc;
   if (!Array.isArray(update) && !isOperatorUpdate(update)) {
     doc = { ...deepCopy(update) };
     if (doc._id === undefined && seed._id !== undefined) doc = { _id: seed._id, ...doc };
   } else {
-    doc = applyUpdate(seed, update, { inserting: true, arrayFilters, filter }).doc;
+    doc = applyUpdate(seed, update, { inserting: true, arrayFilters, filter, strings }).doc;
   }
   return withIdFirst(doc);
 }
@@ -306,7 +306,7 @@ const update: Handler = (engine, cmd, ctx) => {
       if (rows.length === 0) {
         if (spec.upsert) {
           const target = engine.ensureCollection(ctx.db, name);
-          const doc = upsertDocument(filter, spec.u, spec.arrayFilters);
+          const doc = upsertDocument(filter, spec.u, spec.arrayFilters, collator?.compare);
           checkFieldNames(doc);
           checkSize(doc, 'update');
           validateWrite(target, doc, undefined, cmd);
@@ -392,7 +392,7 @@ const findAndModify: Handler = (engine, cmd, ctx) => {
   }
   if (!cmd.upsert) return { lastErrorObject: { n: 0, updatedExisting: false }, value: null, ok: 1 };
   const target = engine.ensureCollection(ctx.db, name);
-  const doc = upsertDocument(filter, cmd.update, cmd.arrayFilters);
+  const doc = upsertDocument(filter, cmd.update, cmd.arrayFilters, collator?.compare);
   checkFieldNames(doc);
   checkSize(doc, 'update');
   validateWrite(target, doc, undefined, cmd);

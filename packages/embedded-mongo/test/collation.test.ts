@@ -145,7 +145,13 @@ describe('updates under a collation', () => {
     const c = await db.createCollection(`c${++collections}`, { collation: fr2 });
     await c.insertOne({ _id: 1 as never, tags: ['cafe', 'tea'] });
     await c.updateOne({ _id: 1 as never }, { $addToSet: { tags: 'CAFE' } });
-    expect((await c.findOneAndUpdate({ _id: 1 as never }, { $pull: { tags: 'TEA' } }, { returnDocument: 'after' }))?.tags).toEqual(['cafe']);
+    expect((await c.findOneAndUpdate({ _id: 1 as never }, { $pull: { tags: 'TEA' } } as Document, { returnDocument: 'after' }))?.tags).toEqual(['cafe']);
+  });
+
+  it('an upsert inserts what the operators give under the collation', async () => {
+    const c = fresh();
+    await c.updateOne({ _id: 1 as never }, { $addToSet: { tags: { $each: ['tea', 'TEA', 'Tea'] } } }, { upsert: true, collation: fr2 });
+    expect(await c.findOne({ _id: 1 as never })).toEqual({ _id: 1, tags: ['tea'] });
   });
 });
 
@@ -461,7 +467,7 @@ describe('what compares strings under a collation and the embedded server refuse
     { name: '$setWindowFields with partitionBy', run: (c, collation) => c.aggregate([{ $setWindowFields: { partitionBy: '$s', output: { n: { $count: {} } } } }], { collation }).toArray(), message: '$setWindowFields' },
     { name: '$merge', run: (c, collation) => c.aggregate([{ $merge: { into: 'merged' } }], { collation }).toArray(), message: '$merge' },
     { name: 'a pipeline update comparing strings', run: (c, collation) => c.updateOne({ _id: 1 as never }, [{ $set: { t: { $eq: ['$s', 'A'] } } }], { collation }), message: '$eq in an update pipeline' },
-    { name: '$pull alongside $pop', run: (c, collation) => c.updateOne({ _id: 1 as never }, { $pull: { tags: 'A' }, $pop: { other: 1 } }, { collation }), message: '$pull together with $pop' },
+    { name: '$pull alongside $pop', run: (c, collation) => c.updateOne({ _id: 1 as never }, { $pull: { tags: 'A' }, $pop: { other: 1 } } as Document, { collation }), message: '$pull together with $pop' },
   ];
   it.each(rows)('$name', async ({ run, message }) => {
     const c = own.db('refusals').collection('docs');
