@@ -364,18 +364,23 @@ function compileField(path: string, cond: any, strings: StringCompare | undefine
       }
       case '$in':
       case '$nin': {
-        // Regexes in the list match strings by pattern (left to mingo, binary as on mongod); every other
-        // value is compared here, by the collation.
-        const list = Array.isArray(x) ? x.filter(isSimpleValue) : [];
-        const patterns = Array.isArray(x) ? x.filter((v) => typeRank(v) === 12) : [];
-        if (!Array.isArray(x) || list.length + patterns.length !== x.length) {
+        if (Array.isArray(x) && x.every(isSimpleValue)) {
+          const list = x as any[];
+          if (op === '$in') preds.push((doc) => inMatch(fieldValues(doc, path, parts), list, strings));
+          else preds.push((doc) => !inMatch(fieldValues(doc, path, parts), list, strings));
+          break;
+        }
+        // Under a collation a list holding regexes is split: they match strings by pattern (in mingo,
+        // binary as on mongod), every other value is compared here by the collation. Without one mingo
+        // takes the whole list, which is faster than the split.
+        const list = strings && Array.isArray(x) ? x.filter(isSimpleValue) : [];
+        const patterns = strings && Array.isArray(x) ? x.filter((v) => typeRank(v) === 12) : [];
+        if (patterns.length === 0 || list.length + patterns.length !== (x as unknown[]).length) {
           rest[op] = x;
           break;
         }
-        const matchesPattern = patterns.length > 0 ? mingoPredicate({ [path]: { $in: patterns } }) : undefined;
-        const found = matchesPattern
-          ? (doc: Doc) => inMatch(fieldValues(doc, path, parts), list, strings) || matchesPattern(doc)
-          : (doc: Doc) => inMatch(fieldValues(doc, path, parts), list, strings);
+        const matchesPattern = mingoPredicate({ [path]: { $in: patterns } });
+        const found = (doc: Doc): boolean => inMatch(fieldValues(doc, path, parts), list, strings) || matchesPattern(doc);
         preds.push(op === '$in' ? found : (doc) => !found(doc));
         break;
       }
