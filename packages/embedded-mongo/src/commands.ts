@@ -537,6 +537,7 @@ function openChangeStream(engine: Engine, cmd: Doc, ctx: CommandContext, spec: D
 /**
  * The stages after $changeStream (applied to each event) or $currentOp. Leading $match stages (the
  * usual filter on operationType or fields) run as compiled predicates; mingo runs whatever follows.
+ * Under a collation, collated-pipeline.ts runs them.
  */
 function stagesTransform(stages: Doc[], collator: Collator | undefined): (events: Doc[]) => Doc[] {
   if (collator) return planCollated(stages, collator);
@@ -612,6 +613,8 @@ const aggregate: Handler = (engine, cmd, ctx) => {
   let source: Doc[];
   const coll = name === undefined ? undefined : engine.getCollection(ctx.db, name);
   const collator = collationOf(cmd.collation, coll);
+  // $merge matches its `on` fields through a unique index of the aggregate's collation, which this server does not do.
+  if (write?.stage === '$merge' && collator) throw notWithCollation('$merge');
   if (name === undefined) {
     if (first && '$currentOp' in first) {
       // The $match stages right after it run compiled: the reports hold Longs, which mingo does not compare.
@@ -667,8 +670,6 @@ const aggregate: Handler = (engine, cmd, ctx) => {
     source = rows.map(([, d]) => deepCopy(d));
   }
   if (write) stages = stages.slice(0, -1);
-  // $merge matches its `on` fields through a unique index of the aggregate's collation, which this server does not do.
-  if (write?.stage === '$merge' && collator) throw notWithCollation('$merge');
   const resolver = (coll: string): Doc[] => engine.getCollection(ctx.db, coll)?.allDocs().map(deepCopy) ?? [];
   const results =
     stages.length === 0

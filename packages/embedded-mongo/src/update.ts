@@ -1,8 +1,9 @@
 // Applying update documents. The operators almost every write uses ($set, $unset, $inc, $push,
-// $pull, $addToSet, $min, $max, $currentDate on plain dotted paths) run here directly, because mingo's
-// update entry point costs ~200 µs per call. `$[]` and `$[<id>]` paths are first rewritten into the
-// element paths they select (arrayFilters evaluated here); the positional `$` and the rarer operators go
-// to mingo. $setOnInsert (which mingo lacks) is applied here, only when inserting.
+// $pull, $pullAll, $addToSet, $min, $max, $currentDate on plain dotted paths) run here directly, because
+// mingo's update entry point costs ~200 µs per call, and those that compare values do so by the update's
+// collation. `$[]` and `$[<id>]` paths are first rewritten into the element paths they select
+// (arrayFilters evaluated here); the positional `$` and the rarer operators go to mingo, which knows no
+// collation. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
 import { compareValues, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
