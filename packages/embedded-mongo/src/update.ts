@@ -432,7 +432,8 @@ function applyFast(
         }
         case '$pull': {
           const cur = readPath(doc, path);
-          if (!Array.isArray(cur)) break;
+          if (cur === undefined) break;
+          if (!Array.isArray(cur)) throw new MongoError(2, 'Cannot apply $pull to a non-array value', 'BadValue');
           let keep: (x: any) => boolean;
           if (isPlainObject(v) && Object.keys(v).length > 0) {
             // mongod's rule: a condition led by an operator on the element itself ({$gte: 6}) tests each

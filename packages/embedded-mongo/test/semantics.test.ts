@@ -46,6 +46,27 @@ describe('$pull with a condition', () => {
     expect(res.modifiedCount).toBe(1);
     expect((await c.findOne({ _id: 1 as never }))?.arr).toEqual(left);
   });
+
+  // mongod refuses $pull on a field that holds no array (BadValue "Cannot apply $pull to a non-array
+  // value") and leaves the document alone; on a missing field it is a no-op.
+  const fields: Array<{ name: string; value: unknown; refused: boolean }> = [
+    { name: 'a string field is refused', value: 'abc', refused: true },
+    { name: 'a number field is refused', value: 5, refused: true },
+    { name: 'a null field is refused', value: null, refused: true },
+    { name: 'an embedded document is refused', value: { a: 1 }, refused: true },
+    { name: 'a missing field is a no-op', value: undefined, refused: false },
+  ];
+  it.each(fields)('on a field that is not an array: $name', async ({ value, refused }) => {
+    const c = fresh();
+    await c.insertOne(value === undefined ? { _id: 1 as never } : { _id: 1 as never, arr: value });
+    const update = c.updateOne({ _id: 1 as never }, { $pull: { arr: 'a' } } as Document);
+    if (refused) {
+      await expect(update).rejects.toMatchObject({ code: 2, message: 'Cannot apply $pull to a non-array value' });
+    } else {
+      expect((await update).modifiedCount).toBe(0);
+    }
+    expect((await c.findOne({ _id: 1 as never }))?.arr).toEqual(value);
+  });
 });
 
 describe('numbers keep their BSON type', () => {
