@@ -324,6 +324,17 @@ export function canonicalKey(v: any): string {
   }
 }
 
+/**
+ * A shallow copy of a document, for an update to add fields to. Not `{ ...doc }`: V8 gives a spread
+ * copy a map that keeps no transitions, so each field added to it afterwards builds a new map (about
+ * 1.5 µs a field: Agenda's first $set of a job adds six); fields set one by one share the usual maps.
+ */
+export function copyFields(doc: Doc): Doc {
+  const out: Doc = {};
+  for (const k of Object.keys(doc)) setField(out, k, doc[k]);
+  return out;
+}
+
 /** Deep copy of plain objects and arrays; BSON values (immutable for us) are shared. */
 export function deepCopy<T>(v: T): T {
   if (v === null || typeof v !== 'object') return v;

@@ -6,7 +6,7 @@
 // collation. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
-import { compareValues, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
+import { compareValues, copyFields, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
 import { comparingOperator, notWithCollation } from './collation.js';
 import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
@@ -84,7 +84,7 @@ function cannotCreateField(field: string, arrayField: string, array: any[]): Mon
 function own(parent: any, key: string, owned: Set<object>): any {
   const v = getField(parent, key);
   if (owned.has(v) || (!Array.isArray(v) && !isPlainObject(v))) return v;
-  const copy = Array.isArray(v) ? v.slice() : { ...v };
+  const copy = Array.isArray(v) ? v.slice() : copyFields(v);
   setField(parent, key, copy);
   owned.add(copy);
   return copy;
@@ -210,7 +210,7 @@ function canFastPath(u: Doc): boolean {
     if (!FAST_OPS.has(op)) return false;
     for (const [path, v] of Object.entries(fields as Doc)) {
       // Positional parts are resolved before this point; other `$` parts are field names ($price).
-      if (path.split('.').some((p) => p === '$' || p.startsWith('$['))) return false;
+      if (path.includes('$') && path.split('.').some((p) => p === '$' || p.startsWith('$['))) return false;
       if (op === '$push' && isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && !PUSH_MODIFIERS.has(k))) return false;
       if (op === '$addToSet' && isPlainObject(v) && Object.keys(v).some((k) => k.startsWith('$') && k !== '$each')) return false;
     }
@@ -514,9 +514,12 @@ export function applyUpdate(
     }
   }
   if (!opts.inserting) {
-    // Fields an operator writes ($unset only removes; $setOnInsert writes nothing here).
+    // Fields an operator writes ($unset only removes; $setOnInsert writes nothing here). Only a path
+    // led by `$` can break the rule, so the common update skips building the list.
     const written = Object.entries(u).filter(([op]) => op !== '$unset' && op !== '$setOnInsert');
-    checkTopLevelNames(written.flatMap(([, fields]) => Object.keys(fields as Doc).map((p) => p.split('.')[0])));
+    if (written.some(([, fields]) => Object.keys(fields as Doc).some((p) => p.startsWith('$')))) {
+      checkTopLevelNames(written.flatMap(([, fields]) => Object.keys(fields as Doc).map((p) => p.split('.')[0])));
+    }
   }
   let arrayFilters = opts.arrayFilters;
   // Expanded also without `$[` paths: array filters the update does not use are refused, as mongod does.
@@ -530,7 +533,7 @@ export function applyUpdate(
   const removed = new Set<string>();
   if (canFastPath(u)) {
     // Copy-on-write: only the containers on updated paths are copied, not the whole document.
-    const doc: Doc = { ...original };
+    const doc = copyFields(original);
     applyFast(doc, u, Boolean(opts.inserting), updated, removed, new Set<object>([doc]), opts.strings);
     const modified = removed.size > 0 || [...updated].some((p) => !samePathValue(original, doc, p));
     return { doc, modified, description: describe(doc, updated, removed) };

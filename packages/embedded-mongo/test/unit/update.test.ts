@@ -112,6 +112,17 @@ describe('__proto__ is an ordinary field', () => {
     expect(Object.keys(out.doc)).toEqual(['_id', Object.keys(Object.values(update)[0] as Doc)[0].split('.')[0]]);
   });
 
+  it('an update that copies a stored __proto__ field keeps it as a field', () => {
+    const before = JSON.parse('{"_id": 1, "__proto__": {"x": 1}, "a": {"__proto__": {"y": 2}}}') as Doc;
+    const out = applyUpdate(before, { $set: { b: 1, 'a.c': 2 } }, {});
+    expect(Object.getPrototypeOf(out.doc)).toBe(Object.prototype);
+    expect(Object.keys(out.doc)).toEqual(['_id', '__proto__', 'a', 'b']);
+    expect(Object.getOwnPropertyDescriptor(out.doc, '__proto__')?.value).toEqual({ x: 1 });
+    expect(Object.getPrototypeOf(out.doc.a)).toBe(Object.prototype);
+    expect(Object.keys(out.doc.a)).toEqual(['__proto__', 'c']);
+    expect(({} as Doc).x).toBeUndefined();
+  });
+
   it('an upsert seeded from a __proto__ filter field stores it as a field', () => {
     const seed = seedFromFilter(JSON.parse('{"__proto__.polluted": 7}'));
     expect(({} as Doc).polluted).toBeUndefined();
