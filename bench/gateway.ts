@@ -14,7 +14,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { cpuMicros } from './proc-cpu.js';
+import { cpuMicros } from '../packages/embedded-mongo/bench/proc-stats.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const self = fileURLToPath(import.meta.url);

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { cpuMicros } from './proc-cpu.js';
+import { cpuMicros } from '../packages/embedded-mongo/bench/proc-stats.js';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const JOBS = Number(process.env.BENCH_JOBS ?? 40);

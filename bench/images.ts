@@ -15,7 +15,7 @@ import { connectDatabase } from '../src/data/connection.js';
 import { startEmbeddedMongo, type EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import { buildApp } from '../src/http/app.js';
 import { buildServices } from '../src/services.js';
-import { cpuMicros } from './proc-cpu.js';
+import { cpuMicros } from '../packages/embedded-mongo/bench/proc-stats.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);

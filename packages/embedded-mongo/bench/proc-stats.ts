@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 
 // What /proc says about a process (Linux); 0 where there is no /proc, so the benchmark prints 0.
-// The repository's own benchmarks have the same CPU reader in bench/proc-cpu.ts; this package keeps
-// its own so its benchmark needs nothing outside the package.
+// The repository's own benchmarks (bench/) read CPU time through this file too.
 
 /** Linux USER_HZ: /proc reports CPU time in these ticks. */
 const CLK_TCK = 100;

@@ -3,31 +3,18 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { MongoClient, type Db } from 'mongodb';
+import { expect, it } from 'vitest';
 import { Agenda } from 'agenda';
 import { MongoBackend } from '@agendajs/mongo-backend';
+import { useTestDb } from './helpers/test-db.js';
 
-const uri = inject('mongoUri');
-const dbName = `agenda_${process.pid}_${Date.now()}`;
+const testDb = useTestDb('agenda');
 const worker = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures', 'agenda-worker.ts');
 const JOBS = 2000;
-let client: MongoClient;
-let db: Db;
-
-beforeAll(async () => {
-  client = await MongoClient.connect(uri);
-  db = client.db(dbName);
-});
-
-afterAll(async () => {
-  await db.dropDatabase();
-  await client.close();
-});
 
 function runWorker(name: string): Promise<{ worker: string; processed: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', worker, uri, dbName, name, 'record'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn('npx', ['tsx', worker, testDb.uri, testDb.dbName, name, 'record'], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     child.on('error', reject);
@@ -39,18 +26,18 @@ function runWorker(name: string): Promise<{ worker: string; processed: number }>
 }
 
 it('runs 2,000 jobs through two worker processes exactly once', async () => {
-  const producer = new Agenda({ backend: new MongoBackend({ mongo: db, collection: 'jobs' }) });
+  const producer = new Agenda({ backend: new MongoBackend({ mongo: testDb.db, collection: 'jobs' }) });
   await producer.ready;
   for (let start = 0; start < JOBS; start += 200) {
     await Promise.all(Array.from({ length: 200 }, (_, i) => producer.now('noop', { n: start + i })));
   }
-  expect(await db.collection('jobs').countDocuments()).toBe(JOBS);
+  expect(await testDb.db.collection('jobs').countDocuments()).toBe(JOBS);
 
   const results = await Promise.all([runWorker('w1'), runWorker('w2')]);
   const processed = results.reduce((s, r) => s + r.processed, 0);
   expect(processed).toBe(JOBS);
-  const runs = await db.collection<{ _id: number; count: number }>('runs').find().toArray();
+  const runs = await testDb.db.collection<{ _id: number; count: number }>('runs').find().toArray();
   expect(runs.length).toBe(JOBS);
   expect(runs.every((r) => r.count === 1)).toBe(true);
-  expect(await db.collection('jobs').countDocuments()).toBe(0);
+  expect(await testDb.db.collection('jobs').countDocuments()).toBe(0);
 }, 120_000);

@@ -2,27 +2,13 @@
 // talks only through the driver (and mongoose) to `inject('mongoUri')`, so every row holds for a real
 // MongoDB too (MONGODB_URI); the last block asks a private embedded server about the options it refuses
 // although mongod accepts them.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { MongoClient, MongoServerError, type Collection, type CollationOptions, type Db, type Document } from 'mongodb';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MongoClient, MongoServerError, type Collection, type CollationOptions, type Document } from 'mongodb';
 import mongoose from 'mongoose';
 import { startEmbeddedMongo, type EmbeddedMongo } from '../src/index.js';
+import { useTestDb } from './helpers/test-db.js';
 
-const uri = inject('mongoUri');
-const dbName = `collation_${process.pid}_${Date.now()}`;
-let client: MongoClient;
-let db: Db;
-let collections = 0;
-const fresh = () => db.collection(`c${++collections}`);
-
-beforeAll(async () => {
-  client = await MongoClient.connect(uri);
-  db = client.db(dbName);
-});
-
-afterAll(async () => {
-  await db.dropDatabase();
-  await client.close();
-});
+const testDb = useTestDb('collation');
 
 const errorOf = (p: Promise<unknown>): Promise<unknown> =>
   p.then(
@@ -43,7 +29,7 @@ const cafes = [
 describe('string comparisons under a collation', () => {
   // https://www.mongodb.com/docs/manual/reference/collation/: strength 1 compares base characters only,
   // 2 adds diacritics, 3 (the default) adds case; caseLevel with strength 1 compares base characters
-  // and case. .../reference/method/db.collection.findOneAndUpdate/ (Specify Collation) and
+  // and case. .../reference/method/testDb.db.collection.findOneAndUpdate/ (Specify Collation) and
   // .../deleteMany/ use these documents with { locale: "fr", strength: 1 }.
   const rows: Array<{ name: string; filter: Document; collation?: CollationOptions; ids: number[] }> = [
     { name: 'no collation: binary equality', filter: { category: 'cafe' }, ids: [2] },
@@ -69,7 +55,7 @@ describe('string comparisons under a collation', () => {
     { name: '$nin with a regex', filter: { category: { $nin: [/é$/, 'CAFE'] } }, collation: { locale: 'fr', strength: 2 }, ids: [] },
   ];
   it.each(rows)('$name', async ({ filter, collation, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(cafes.map((d) => ({ ...d, doc: { c: d.category }, tags: [d.category] })) as Document[]);
     const found = await c.find(filter, collation ? { collation } : {}).sort({ _id: 1 }).toArray();
     expect(found.map((d) => d._id)).toEqual(ids);
@@ -78,7 +64,7 @@ describe('string comparisons under a collation', () => {
 
   it('findOneAndUpdate, updateMany, deleteMany and distinct take the collation', async () => {
     // The findOneAndUpdate example returns { _id: 1, category: "café", status: "A" } (the document before).
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(cafes as Document[]);
     const fr1 = { locale: 'fr', strength: 1 };
     expect(await c.findOneAndUpdate({ category: 'cafe' }, { $set: { status: 'Updated' } }, { collation: fr1, sort: { _id: 1 } })).toEqual(cafes[0]);
@@ -94,7 +80,7 @@ describe('updates under a collation', () => {
   // the query matched, and the query matches by the operation's collation; .../reference/command/update/:
   // the collation applies to the whole operation, arrayFilters included.
   it('the positional $ and array filters match strings by the collation', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, tags: ['tea', 'CAFE'] });
     const fr2 = { locale: 'fr', strength: 2 };
     expect((await c.updateOne({ tags: 'cafe' }, { $set: { 'tags.$': 'coffee' } }, { collation: fr2 })).modifiedCount).toBe(1);
@@ -135,21 +121,21 @@ describe('updates under a collation', () => {
     },
   ];
   it.each(rows)('$name', async ({ start, update, collation, result }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, ...start });
     await c.updateOne({ _id: 1 as never }, update, collation ? { collation } : {});
     expect(await c.findOne({ _id: 1 as never })).toEqual({ _id: 1, ...result });
   });
 
   it("a collection's default collation reaches the update operators, and findOneAndUpdate's", async () => {
-    const c = await db.createCollection(`c${++collections}`, { collation: fr2 });
+    const c = await testDb.db.createCollection(testDb.uniqueName('c'), { collation: fr2 });
     await c.insertOne({ _id: 1 as never, tags: ['cafe', 'tea'] });
     await c.updateOne({ _id: 1 as never }, { $addToSet: { tags: 'CAFE' } });
     expect((await c.findOneAndUpdate({ _id: 1 as never }, { $pull: { tags: 'TEA' } } as Document, { returnDocument: 'after' }))?.tags).toEqual(['cafe']);
   });
 
   it('an upsert inserts what the operators give under the collation', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.updateOne({ _id: 1 as never }, { $addToSet: { tags: { $each: ['tea', 'TEA', 'Tea'] } } }, { upsert: true, collation: fr2 });
     expect(await c.findOne({ _id: 1 as never })).toEqual({ _id: 1, tags: ['tea'] });
   });
@@ -174,7 +160,7 @@ describe('sorts under a collation', () => {
     { name: 'a locale orders letters, not code units', values: ['b', 'é', 'a', 'Z'], collation: { locale: 'en' }, sorted: ['a', 'b', 'é', 'Z'] },
   ];
   it.each(rows)('$name', async ({ values, collation, sorted }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(values.map((n, i) => ({ _id: i, n })) as Document[]);
     const found = await c.find({}, collation ? { collation } : {}).sort({ n: 1 }).toArray();
     expect(found.map((d) => d.n)).toEqual(sorted);
@@ -185,10 +171,10 @@ describe('sorts under a collation', () => {
 });
 
 describe('aggregate with a collation', () => {
-  // https://www.mongodb.com/docs/manual/reference/method/db.collection.aggregate/ (Specify a Collation):
+  // https://www.mongodb.com/docs/manual/reference/method/testDb.db.collection.aggregate/ (Specify a Collation):
   // the pipeline's $match compares by { locale: "fr", strength: 1 }.
   it('$match at the start and after other stages, and $sort', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(cafes as Document[]);
     const fr1 = { collation: { locale: 'fr', strength: 1 } };
     const leading = await c.aggregate([{ $match: { status: 'A' } }, { $sort: { _id: -1 } }], fr1).toArray();
@@ -217,7 +203,7 @@ describe('aggregate with a collation', () => {
     { name: '$facet', pipeline: [{ $facet: { m: [{ $match: { category: 'CAFE' } }, { $count: 'n' }] } }], collation: { locale: 'fr', strength: 2 }, result: [{ m: [{ n: 2 }] }] },
   ];
   it.each(rows)('$name', async ({ pipeline, collation, result }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(cafes as Document[]);
     expect(await c.aggregate(pipeline, collation ? { collation } : {}).toArray()).toEqual(result);
   });
@@ -229,7 +215,7 @@ describe('indexes with a collation', () => {
   // query without it (one result) or with strength 1 (three results). A unique index compares keys by
   // its collation, so at strength 2 'Abc' and 'abc' are one key (E11000) and 'ábc' another.
   it('a query uses the index only with the same collation', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.createIndex({ type: 1 }, { collation: { locale: 'en', strength: 2 } });
     await c.insertMany([{ type: 'apple' }, { type: 'Apple' }, { type: 'APPLE' }]);
     const rows: Array<{ collation?: CollationOptions; found: number; index: boolean }> = [
@@ -251,7 +237,7 @@ describe('indexes with a collation', () => {
     { name: "'abc' then 'ábc' at strength 2", first: 'abc', second: 'ábc', duplicate: false },
   ];
   it.each(unique)('unique index: $name', async ({ first, second, duplicate }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.createIndex({ name: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } });
     await c.insertOne({ name: first });
     const err = await errorOf(c.insertOne({ name: second }));
@@ -260,7 +246,7 @@ describe('indexes with a collation', () => {
   });
 
   it('a document may change its key to one its collation holds equal', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.createIndex({ name: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } });
     await c.insertOne({ _id: 1 as never, name: 'Abc' });
     expect((await c.updateOne({ _id: 1 as never }, { $set: { name: 'ABC' } })).modifiedCount).toBe(1);
@@ -268,7 +254,7 @@ describe('indexes with a collation', () => {
   });
 
   it('building a unique index over existing duplicates fails with E11000', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany([{ name: 'Abc' }, { name: 'abc' }]);
     const err = await errorOf(c.createIndex({ name: 1 }, { unique: true, collation: { locale: 'en', strength: 2 } }));
     expect((err as MongoServerError).code).toBe(11000);
@@ -281,7 +267,7 @@ describe('a collection with a default collation', () => {
   // (three "betsy" results, using the index), and a query with { locale: 'en_US' } finds one.
   // .../reference/command/listCollections/ shows the collation in `options`, filled in.
   it('indexes and queries inherit it; a query may ask for another', async () => {
-    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en_US', strength: 2 } });
+    const c = await testDb.db.createCollection(testDb.uniqueName('c'), { collation: { locale: 'en_US', strength: 2 } });
     await c.createIndex({ first_name: 1 });
     await c.insertMany([{ first_name: 'Betsy' }, { first_name: 'BETSY' }, { first_name: 'betsy' }]);
     expect(await c.find({ first_name: 'betsy' }).toArray()).toHaveLength(3);
@@ -295,14 +281,14 @@ describe('a collection with a default collation', () => {
     expect(usesIndex(await last().explain(), 'first_name_1')).toBe(true);
 
     const filled = { locale: 'en_US', caseLevel: false, caseFirst: 'off', strength: 2, numericOrdering: false, alternate: 'non-ignorable', maxVariable: 'punct', normalization: false, backwards: false };
-    const [info] = await db.listCollections({ name: c.collectionName }).toArray();
+    const [info] = await testDb.db.listCollections({ name: c.collectionName }).toArray();
     expect((info as Document).options.collation).toMatchObject(filled);
     const indexes = await c.listIndexes().toArray();
     expect(indexes.map((i) => i.collation)).toEqual([expect.objectContaining(filled), expect.objectContaining(filled)]);
   });
 
   it('the _id index has it too: "a" and "A" are one _id at strength 2', async () => {
-    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
+    const c = await testDb.db.createCollection(testDb.uniqueName('c'), { collation: { locale: 'en', strength: 2 } });
     await c.insertOne({ _id: 'A' as never });
     const err = await errorOf(c.insertOne({ _id: 'a' as never }));
     expect((err as MongoServerError).code).toBe(11000);
@@ -312,13 +298,13 @@ describe('a collection with a default collation', () => {
   // .../core/schema-validation/: the validator is a query on the collection, so it compares by the
   // collection's default collation.
   it('the validator compares strings by it', async () => {
-    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 }, validator: { status: { $in: ['active', 'closed'] } } });
+    const c = await testDb.db.createCollection(testDb.uniqueName('c'), { collation: { locale: 'en', strength: 2 }, validator: { status: { $in: ['active', 'closed'] } } });
     await c.insertOne({ status: 'ACTIVE' });
     expect((await errorOf(c.insertOne({ status: 'gone' })) as MongoServerError).code).toBe(121);
   });
 
   it("an index with collation { locale: 'simple' } keeps binary order", async () => {
-    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
+    const c = await testDb.db.createCollection(testDb.uniqueName('c'), { collation: { locale: 'en', strength: 2 } });
     await c.createIndex({ k: 1 }, { unique: true, collation: { locale: 'simple' } });
     await c.insertMany([{ k: 'Abc' }, { k: 'abc' }]);
     const [, spec] = await c.listIndexes().toArray();
@@ -328,9 +314,9 @@ describe('a collection with a default collation', () => {
 
 describe('change streams', () => {
   // A change stream compares by the collation it is opened with, and by the simple collation without
-  // one, whatever the collection's default (MongoDB 4.2+, SERVER-39302; .../reference/method/db.collection.watch/).
+  // one, whatever the collection's default (MongoDB 4.2+, SERVER-39302; .../reference/method/testDb.db.collection.watch/).
   it('a $match in the stream uses the collation of the watch, not the default', async () => {
-    const c = await db.createCollection(`c${++collections}`, { collation: { locale: 'en', strength: 2 } });
+    const c = await testDb.db.createCollection(testDb.uniqueName('c'), { collation: { locale: 'en', strength: 2 } });
     const plain = c.watch([{ $match: { 'fullDocument.s': 'ABC' } }], { maxAwaitTimeMS: 200 });
     const collated = c.watch([{ $match: { 'fullDocument.s': 'ABC' } }], { maxAwaitTimeMS: 200, collation: { locale: 'en', strength: 2 } });
     expect(await plain.tryNext()).toBeNull();
@@ -350,7 +336,7 @@ describe('change streams', () => {
 describe('mongoose', () => {
   // https://mongoosejs.com/docs/api/query.html#Query.prototype.collation(): sends the collation with the find.
   it('Query.collation() finds case-insensitively', async () => {
-    const conn = await mongoose.createConnection(uri, { dbName }).asPromise();
+    const conn = await mongoose.createConnection(testDb.uri, { dbName: testDb.dbName }).asPromise();
     try {
       const Name = conn.model('CollationName', new mongoose.Schema({ first: String }));
       await Name.create([{ first: 'Betsy' }, { first: 'BETSY' }, { first: 'Bob' }]);
@@ -363,9 +349,9 @@ describe('mongoose', () => {
 });
 
 describe('collation documents mongod refuses', () => {
-  // mongod parses a collation with its IDL Collation struct (src/mongo/db/basic_types.idl: strict, a
+  // mongod parses a collation with its IDL Collation struct (src/mongo/testDb.db/basic_types.idl: strict, a
   // required locale, strength within 0..5, enum values) and then its ICU collator factory
-  // (src/mongo/db/query/collation/collator_factory_icu.cpp: BadValue for an unknown locale and for
+  // (src/mongo/testDb.db/query/collation/collator_factory_icu.cpp: BadValue for an unknown locale and for
   // caseFirst without caseLevel below strength 3, IncompatibleCollationVersion for another ICU version).
   // https://www.mongodb.com/docs/manual/reference/collation/ lists the fields and their values.
   const rows: Array<{ name: string; collation: Document; code: number; message: string }> = [
@@ -380,13 +366,13 @@ describe('collation documents mongod refuses', () => {
   ];
   it.each(rows)('$name', async ({ collation: raw, code, message }) => {
     const collation = raw as CollationOptions; // deliberately invalid: the driver's type would not let it through
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ n: 'a' });
     for (const run of [
       () => c.find({ n: 'a' }, { collation }).toArray(),
       () => c.aggregate([{ $match: { n: 'a' } }], { collation }).toArray(),
       () => c.createIndex({ n: 1 }, { collation }),
-      () => db.createCollection(`${c.collectionName}_default`, { collation }),
+      () => testDb.db.createCollection(`${c.collectionName}_default`, { collation }),
     ]) {
       const err = await errorOf(run());
       expect(err).toBeInstanceOf(MongoServerError);

@@ -2,63 +2,51 @@
 // mongoose and GridFS APIs to `inject('mongoUri')`, so the same assertions hold for the embedded server
 // and for a real MongoDB (MONGODB_URI).
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Decimal128, GridFSBucket, Long, MongoClient, MongoServerError, ObjectId, type Db } from 'mongodb';
+import { describe, expect, it } from 'vitest';
+import { Decimal128, GridFSBucket, Long, MongoClient, MongoServerError, ObjectId } from 'mongodb';
 import mongoose from 'mongoose';
 import { until } from './helpers/until.js';
+import { useTestDb } from './helpers/test-db.js';
 
-const uri = inject('mongoUri');
-const dbName = `compat_${process.pid}_${Date.now()}`;
-let client: MongoClient;
-let db: Db;
-
-beforeAll(async () => {
-  client = await MongoClient.connect(uri);
-  db = client.db(dbName);
-});
-
-afterAll(async () => {
-  await db.dropDatabase();
-  await client.close();
-});
+const testDb = useTestDb('compat');
 
 describe('handshake and commands', () => {
   it('answers hello as a writable primary with a modern wire version', async () => {
-    const hello = await db.admin().command({ hello: 1 });
+    const hello = await testDb.db.admin().command({ hello: 1 });
     expect(hello.isWritablePrimary).toBe(true);
     expect(hello.maxWireVersion).toBeGreaterThanOrEqual(9);
-    expect((await db.command({ ping: 1 })).ok).toBe(1);
-    expect(typeof (await db.admin().command({ buildInfo: 1 })).version).toBe('string');
+    expect((await testDb.db.command({ ping: 1 })).ok).toBe(1);
+    expect(typeof (await testDb.db.admin().command({ buildInfo: 1 })).version).toBe('string');
   });
 
   it('rejects unknown commands with code 59', async () => {
-    await expect(db.command({ noSuchCommand: 1 })).rejects.toMatchObject({ code: 59 });
+    await expect(testDb.db.command({ noSuchCommand: 1 })).rejects.toMatchObject({ code: 59 });
   });
 
   it('reports a missing collection to listIndexes with code 26', async () => {
-    await expect(db.collection('never_created').listIndexes().toArray()).rejects.toMatchObject({ code: 26 });
+    await expect(testDb.db.collection('never_created').listIndexes().toArray()).rejects.toMatchObject({ code: 26 });
   });
 
   it('reports an unknown cursor with code 43', async () => {
-    await db.collection('cursors43').insertMany(Array.from({ length: 5 }, (_, i) => ({ i })));
-    await expect(db.command({ getMore: Long.fromNumber(123456789), collection: 'cursors43' })).rejects.toMatchObject({ code: 43 });
+    await testDb.db.collection('cursors43').insertMany(Array.from({ length: 5 }, (_, i) => ({ i })));
+    await expect(testDb.db.command({ getMore: Long.fromNumber(123456789), collection: 'cursors43' })).rejects.toMatchObject({ code: 43 });
   });
 
   it('lists, creates and drops collections and databases', async () => {
-    await db.createCollection('made');
-    await expect(db.createCollection('made')).rejects.toMatchObject({ code: 48 });
-    const names = (await db.listCollections().toArray()).map((c) => c.name);
+    await testDb.db.createCollection('made');
+    await expect(testDb.db.createCollection('made')).rejects.toMatchObject({ code: 48 });
+    const names = (await testDb.db.listCollections().toArray()).map((c) => c.name);
     expect(names).toContain('made');
-    const dbs = await client.db('admin').admin().listDatabases();
-    expect(dbs.databases.map((d) => d.name)).toContain(dbName);
-    expect(await db.collection('made').drop()).toBe(true);
-    expect((await db.listCollections({ name: 'made' }).toArray()).length).toBe(0);
+    const dbs = await testDb.client.db('admin').admin().listDatabases();
+    expect(dbs.databases.map((d) => d.name)).toContain(testDb.dbName);
+    expect(await testDb.db.collection('made').drop()).toBe(true);
+    expect((await testDb.db.listCollections({ name: 'made' }).toArray()).length).toBe(0);
   });
 });
 
 describe('CRUD semantics', () => {
   it('batches large result sets through getMore and honours sort/skip/limit', async () => {
-    const c = db.collection('batching');
+    const c = testDb.db.collection('batching');
     await c.insertMany(Array.from({ length: 250 }, (_, i) => ({ i, even: i % 2 === 0 })));
     const all = await c.find({}, { batchSize: 7 }).sort({ i: -1 }).toArray();
     expect(all.map((d) => d.i)).toEqual(Array.from({ length: 250 }, (_, i) => 249 - i));
@@ -71,13 +59,13 @@ describe('CRUD semantics', () => {
   });
 
   it('applies inclusion and exclusion projections, including mongoose select:false', async () => {
-    const c = db.collection('proj');
+    const c = testDb.db.collection('proj');
     await c.insertOne({ _id: 'p1' as any, name: 'n', secret: 's', nested: { a: 1, b: 2 }, list: [{ x: 1, y: 2 }] });
     expect(await c.findOne({ _id: 'p1' as any }, { projection: { name: 1 } })).toEqual({ _id: 'p1', name: 'n' });
     expect(await c.findOne({ _id: 'p1' as any }, { projection: { secret: 0, 'nested.a': 0, _id: 0 } })).toEqual({ name: 'n', nested: { b: 2 }, list: [{ x: 1, y: 2 }] });
     expect(await c.findOne({ _id: 'p1' as any }, { projection: { 'list.y': 1, _id: 0 } })).toEqual({ list: [{ y: 2 }] });
 
-    const conn = await mongoose.createConnection(uri, { dbName }).asPromise();
+    const conn = await mongoose.createConnection(testDb.uri, { dbName: testDb.dbName }).asPromise();
     try {
       const User = conn.model('ProjUser', new mongoose.Schema({ email: String, hash: { type: String, select: false } }));
       const u = await User.create({ email: 'a@example.com', hash: 'h' });
@@ -92,7 +80,7 @@ describe('CRUD semantics', () => {
   });
 
   it('slices arrays in projections of find and findOneAndUpdate', async () => {
-    const c = db.collection('slices');
+    const c = testDb.db.collection('slices');
     await c.insertOne({ _id: 's1' as any, name: 'n', n: 0, list: [0, 1, 2, 3, 4], nested: { arr: ['a', 'b', 'c'] } });
     // Alone, $slice keeps every other field.
     expect(await c.findOne({ _id: 's1' as any }, { projection: { list: { $slice: [1, 2] } } })).toEqual({
@@ -119,7 +107,7 @@ describe('CRUD semantics', () => {
   });
 
   it('upserts with $setOnInsert only on insert and seeds from the filter', async () => {
-    const c = db.collection('upserts');
+    const c = testDb.db.collection('upserts');
     const first = await c.findOneAndUpdate(
       { key: 'k1', tenant: 't' },
       { $setOnInsert: { createdAt: 1 }, $inc: { hits: 1 } },
@@ -142,7 +130,7 @@ describe('CRUD semantics', () => {
   });
 
   it('supports $push, $pull, positional updates and arrayFilters', async () => {
-    const c = db.collection<{ _id: number; tags: string[]; items: Array<{ k: string; v: number }> }>('arrays');
+    const c = testDb.db.collection<{ _id: number; tags: string[]; items: Array<{ k: string; v: number }> }>('arrays');
     await c.insertOne({ _id: 1, tags: ['a'], items: [{ k: 'a', v: 1 }, { k: 'b', v: 2 }] });
     await c.updateOne({ _id: 1 }, { $push: { tags: { $each: ['b', 'c'] } } });
     await c.updateOne({ _id: 1 }, { $pull: { tags: 'a' } });
@@ -171,7 +159,7 @@ describe('CRUD semantics', () => {
   });
 
   it('updates many, deletes and reports counts', async () => {
-    const c = db.collection('many');
+    const c = testDb.db.collection('many');
     await c.insertMany(Array.from({ length: 10 }, (_, i) => ({ i, group: i < 4 ? 'x' : 'y' })));
     const upd = await c.updateMany({ group: 'x' }, { $set: { flag: true }, $unset: { i: '' } });
     expect(upd.matchedCount).toBe(4);
@@ -186,14 +174,14 @@ describe('CRUD semantics', () => {
   });
 
   it('rejects an update of _id and an $inc of a string', async () => {
-    const c = db.collection('invalid');
+    const c = testDb.db.collection('invalid');
     await c.insertOne({ _id: 'i1' as any, s: 'text' });
     await expect(c.updateOne({ _id: 'i1' as any }, { $set: { _id: 'other' } })).rejects.toMatchObject({ code: 66 });
     await expect(c.updateOne({ _id: 'i1' as any }, { $inc: { s: 1 } })).rejects.toMatchObject({ code: 14 });
   });
 
   it('compares Long, Decimal128, Date and ObjectId values correctly', async () => {
-    const c = db.collection('types');
+    const c = testDb.db.collection('types');
     const ids = [new ObjectId('000000000000000000000001'), new ObjectId('000000000000000000000002'), new ObjectId('000000000000000000000003')];
     await c.insertMany([
       { _id: ids[2], n: Long.fromString('9007199254740993'), d: Decimal128.fromString('10.5'), at: new Date('2030-01-01') },
@@ -210,7 +198,7 @@ describe('CRUD semantics', () => {
   });
 
   it('runs aggregations with computed expressions and accumulators', async () => {
-    const c = db.collection('orders');
+    const c = testDb.db.collection('orders');
     await c.insertMany([
       { account: 'a', credits: 5, kind: 'image' },
       { account: 'a', credits: 3, kind: 'define' },
@@ -235,7 +223,7 @@ describe('CRUD semantics', () => {
 
 describe('indexes', () => {
   it('enforces unique and compound unique indexes with 11000 errors shaped like mongod', async () => {
-    const c = db.collection('uniq');
+    const c = testDb.db.collection('uniq');
     await c.createIndex({ email: 1 }, { unique: true });
     await c.createIndex({ account: 1, slot: 1 }, { unique: true, name: 'account_slot' });
     await c.insertOne({ email: 'a@x', account: 'acc', slot: 1 });
@@ -261,7 +249,7 @@ describe('indexes', () => {
   });
 
   it('mongoose unique index reports a duplicate as 11000', async () => {
-    const conn = await mongoose.createConnection(uri, { dbName }).asPromise();
+    const conn = await mongoose.createConnection(testDb.uri, { dbName: testDb.dbName }).asPromise();
     try {
       const Key = conn.model('UniqueKey', new mongoose.Schema({ hash: { type: String, unique: true }, credits: Number }));
       await Key.init();
@@ -275,15 +263,15 @@ describe('indexes', () => {
   });
 
   it('serves equality and range queries on indexed fields without scanning the collection', async () => {
-    const c = db.collection('indexed');
+    const c = testDb.db.collection('indexed');
     await c.createIndex({ hash: 1 });
     await c.createIndex({ at: 1 });
     await c.insertMany(Array.from({ length: 2000 }, (_, i) => ({ hash: `h${i}`, at: new Date(1_000_000 + i * 1000) })));
-    const eq = await db.command({ explain: { find: 'indexed', filter: { hash: 'h1234' } }, verbosity: 'executionStats' });
+    const eq = await testDb.db.command({ explain: { find: 'indexed', filter: { hash: 'h1234' } }, verbosity: 'executionStats' });
     expect(eq.executionStats.nReturned).toBe(1);
     expect(eq.executionStats.totalDocsExamined).toBeLessThanOrEqual(1);
     expect(eq.executionStats.totalKeysExamined).toBeLessThanOrEqual(2);
-    const range = await db.command({
+    const range = await testDb.db.command({
       explain: { find: 'indexed', filter: { at: { $gte: new Date(1_000_000 + 100_000), $lt: new Date(1_000_000 + 110_000) } } },
       verbosity: 'executionStats',
     });
@@ -292,11 +280,11 @@ describe('indexes', () => {
     // Newest first through an ascending index: walked backwards, stopped by the limit.
     const newest = await c.find({}).sort({ at: -1 }).limit(3).toArray();
     expect(newest.map((d) => d.hash)).toEqual(['h1999', 'h1998', 'h1997']);
-    const backward = await db.command({ explain: { find: 'indexed', filter: {}, sort: { at: -1 }, limit: 3 }, verbosity: 'executionStats' });
+    const backward = await testDb.db.command({ explain: { find: 'indexed', filter: {}, sort: { at: -1 }, limit: 3 }, verbosity: 'executionStats' });
     expect(backward.executionStats.totalDocsExamined).toBeLessThanOrEqual(3);
   });
   it('pages by (createdAt, _id) through a compound index without sorting the whole account', async () => {
-    const c = db.collection<{ _id: string; accountId: string; createdAt: Date }>('pages');
+    const c = testDb.db.collection<{ _id: string; accountId: string; createdAt: Date }>('pages');
     await c.createIndex({ accountId: 1, createdAt: -1, _id: -1 });
     const base = Date.UTC(2030, 0, 1);
     await c.insertMany(
@@ -317,7 +305,7 @@ describe('indexes', () => {
     }
     expect(paged).toEqual(expected);
     const cursorFilter = { accountId: 'a', $or: [{ createdAt: { $lt: new Date(base + 60_000) } }, { createdAt: new Date(base + 60_000), _id: { $lt: 'j0243' } }] };
-    const explained = await db.command({ explain: { find: 'pages', filter: cursorFilter, sort: { createdAt: -1, _id: -1 }, limit: 7 }, verbosity: 'executionStats' });
+    const explained = await testDb.db.command({ explain: { find: 'pages', filter: cursorFilter, sort: { createdAt: -1, _id: -1 }, limit: 7 }, verbosity: 'executionStats' });
     expect(explained.executionStats.nReturned).toBe(7);
     expect(explained.executionStats.totalDocsExamined).toBeLessThanOrEqual(20);
   });
@@ -325,14 +313,14 @@ describe('indexes', () => {
 
 describe('concurrency', () => {
   it('1,000 concurrent guarded decrements from 3 clients sell exactly the 300 credits', async () => {
-    const c = db.collection('balances');
+    const c = testDb.db.collection('balances');
     const { insertedId } = await c.insertOne({ credits: 300 });
-    const clients = await Promise.all([0, 1, 2].map(() => MongoClient.connect(uri, { maxPoolSize: 20 })));
+    const clients = await Promise.all([0, 1, 2].map(() => MongoClient.connect(testDb.uri, { maxPoolSize: 20 })));
     try {
       const results = await Promise.all(
         Array.from({ length: 1000 }, (_, i) =>
           clients[i % 3]
-            .db(dbName)
+            .db(testDb.dbName)
             .collection('balances')
             .findOneAndUpdate({ _id: insertedId, credits: { $gte: 1 } }, { $inc: { credits: -1 } }, { returnDocument: 'after' }),
         ),
@@ -347,10 +335,10 @@ describe('concurrency', () => {
   });
 
   it('refuses multi-document transactions unless the deployment supports them', async () => {
-    const hello = await db.admin().command({ hello: 1 });
-    const c = db.collection('txn');
+    const hello = await testDb.db.admin().command({ hello: 1 });
+    const c = testDb.db.collection('txn');
     await c.insertOne({ before: true });
-    const session = client.startSession();
+    const session = testDb.client.startSession();
     try {
       session.startTransaction();
       const attempt = c.insertOne({ inTxn: true }, { session }).then(() => session.commitTransaction());
@@ -375,7 +363,7 @@ describe('concurrency', () => {
 
 describe('GridFS, change streams and TTL', () => {
   it('round-trips a 2 MB file through GridFS byte for byte', async () => {
-    const bucket = new GridFSBucket(db, { bucketName: 'images' });
+    const bucket = new GridFSBucket(testDb.db, { bucketName: 'images' });
     const data = crypto.randomBytes(2 * 1024 * 1024);
     const upload = bucket.openUploadStream('big.bin', { metadata: { kind: 'test' } });
     await new Promise<void>((resolve, reject) => upload.on('finish', () => resolve()).on('error', reject).end(data));
@@ -395,8 +383,8 @@ describe('GridFS, change streams and TTL', () => {
   });
 
   it('streams insert, update, replace and delete events and resumes after a token', async () => {
-    const c = db.collection<{ v: number; nested?: { a: number }; list?: number[] }>('watched');
-    await db.createCollection('watched').catch(() => undefined);
+    const c = testDb.db.collection<{ v: number; nested?: { a: number }; list?: number[] }>('watched');
+    await testDb.db.createCollection('watched').catch(() => undefined);
     const stream = c.watch([], { fullDocument: 'updateLookup', maxAwaitTimeMS: 200 });
     // The first round trip opens the stream on the server: every later write is in it.
     expect(await stream.tryNext()).toBeNull();
@@ -427,8 +415,8 @@ describe('GridFS, change streams and TTL', () => {
   });
 
   it('delivers a filtered insert event to a watch opened before the write', async () => {
-    const c = db.collection('watched_inserts');
-    await db.createCollection('watched_inserts').catch(() => undefined);
+    const c = testDb.db.collection('watched_inserts');
+    await testDb.db.createCollection('watched_inserts').catch(() => undefined);
     const stream = c.watch([{ $match: { operationType: 'insert' } }], { maxAwaitTimeMS: 200 });
     expect(await stream.tryNext()).toBeNull();
     await c.insertOne({ hello: 'world' });
@@ -441,8 +429,8 @@ describe('GridFS, change streams and TTL', () => {
   // A real mongod may take its whole 60 s TTL period: the deadline and the test's timeout allow for it.
   it('removes an expired document through a TTL index', { timeout: 120_000 }, async () => {
     // A real mongod checks TTL indexes every 60 s unless told otherwise.
-    await db.admin().command({ setParameter: 1, ttlMonitorSleepSecs: 1 }).catch(() => undefined);
-    const c = db.collection('ttl');
+    await testDb.db.admin().command({ setParameter: 1, ttlMonitorSleepSecs: 1 }).catch(() => undefined);
+    const c = testDb.db.collection('ttl');
     await c.createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0 });
     await c.insertMany([{ expiresAt: new Date(Date.now() - 1000) }, { expiresAt: new Date(Date.now() + 3_600_000) }]);
     await until(async () => (await c.countDocuments()) === 1, 'the TTL monitor', { timeoutMs: 90_000, intervalMs: 250 });

@@ -1,25 +1,11 @@
 // Answers that used to be silently wrong, one table row per case, each with the result MongoDB gives
 // (from its documentation). Like compat.test.ts it talks only through the driver to `inject('mongoUri')`,
 // so every row holds for a real MongoDB too (MONGODB_URI).
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Binary, DBRef, Decimal128, Double, Int32, Long, MongoClient, MongoServerError, ObjectId, type Db, type Document } from 'mongodb';
+import { describe, expect, it } from 'vitest';
+import { Binary, DBRef, Decimal128, Double, Int32, Long, MongoServerError, ObjectId, type Document } from 'mongodb';
+import { useTestDb } from './helpers/test-db.js';
 
-const uri = inject('mongoUri');
-const dbName = `semantics_${process.pid}_${Date.now()}`;
-let client: MongoClient;
-let db: Db;
-let collections = 0;
-const fresh = () => db.collection(`c${++collections}`);
-
-beforeAll(async () => {
-  client = await MongoClient.connect(uri);
-  db = client.db(dbName);
-});
-
-afterAll(async () => {
-  await db.dropDatabase();
-  await client.close();
-});
+const testDb = useTestDb('semantics');
 
 describe('$pull with a condition', () => {
   // https://www.mongodb.com/docs/manual/reference/operator/update/pull/: a condition that is a query
@@ -40,7 +26,7 @@ describe('$pull with a condition', () => {
     { name: 'field conditions on element documents', array: [{ item: 'A', score: 5 }, { item: 'B', score: 8 }], pull: { score: 8, item: 'B' }, left: [{ item: 'A', score: 5 }] },
   ];
   it.each(rows)('$name', async ({ array, pull, left }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, arr: array });
     const res = await c.updateOne({ _id: 1 as never }, { $pull: { arr: pull } } as Document);
     expect(res.modifiedCount).toBe(1);
@@ -57,7 +43,7 @@ describe('$pull with a condition', () => {
     { name: 'a missing field is a no-op', value: undefined, refused: false },
   ];
   it.each(fields)('on a field that is not an array: $name', async ({ value, refused }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne(value === undefined ? { _id: 1 as never } : { _id: 1 as never, arr: value });
     const update = c.updateOne({ _id: 1 as never }, { $pull: { arr: 'a' } } as Document);
     if (refused) {
@@ -82,7 +68,7 @@ describe('numbers keep their BSON type', () => {
     { name: 'Decimal128 stays a Decimal128', value: Decimal128.fromString('1.5'), back: Decimal128.fromString('1.5') },
   ];
   it.each(stored)('$name', async ({ value, back }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, v: value });
     expect((await c.findOne({ _id: 1 as never }, read))?.v).toEqual(back);
   });
@@ -98,7 +84,7 @@ describe('numbers keep their BSON type', () => {
     { name: '$mul of a missing field by a Double sets Double 0', field: undefined, update: { $mul: { v: new Double(2) } }, back: new Double(0) },
   ];
   it.each(updates)('$name', async ({ field, update, back }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne(field === undefined ? { _id: 1 as never } : { _id: 1 as never, v: field });
     await c.updateOne({ _id: 1 as never }, update);
     expect((await c.findOne({ _id: 1 as never }, read))?.v).toEqual(back);
@@ -136,7 +122,7 @@ describe('$type', () => {
     { type: ['long', 'objectId'], ids: ['long', 'objectId'] },
   ];
   it.each(rows)('{$type: $type}', async ({ type, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(docs as Document[]);
     const found = await c.find({ v: { $type: type } } as Document).sort({ _id: 1 }).toArray();
     expect(found.map((d) => d._id)).toEqual(ids);
@@ -149,10 +135,10 @@ describe('$type', () => {
 describe('requests mongod refuses', () => {
   // Each row: what mongod answers (code, and its message's start), where the embedded server used to
   // succeed silently. Sources: .../reference/operator/query/ (unknown operators are BadValue),
-  // .../reference/limits/#mongodb-limit-BSON-Document-Size, .../reference/method/db.createCollection/.
+  // .../reference/limits/#mongodb-limit-BSON-Document-Size, .../reference/method/testDb.db.createCollection/.
   // Two of these make a document just over 16 MiB, in a command the driver still sends (it refuses one over 17 MiB).
   const big = 'x'.repeat(8 * 1024 * 1024);
-  const rows: Array<{ name: string; run: (c: ReturnType<typeof fresh>) => Promise<unknown>; code: number; message: string | RegExp }> = [
+  const rows: Array<{ name: string; run: (c: ReturnType<typeof testDb.fresh>) => Promise<unknown>; code: number; message: string | RegExp }> = [
     { name: 'an unknown operator on an empty collection', run: (c) => c.find({ x: { $bogus: 1 } }).toArray(), code: 2, message: 'unknown operator: $bogus' },
     { name: 'an unknown operator in count', run: (c) => c.countDocuments({ x: { $bogus: 1 } }), code: 2, message: 'unknown operator: $bogus' },
     { name: 'an unknown operator beside a known one', run: (c) => c.deleteMany({ x: { $gt: 1, $bogus: 1 } }), code: 2, message: 'unknown operator: $bogus' },
@@ -184,7 +170,7 @@ describe('requests mongod refuses', () => {
     { name: 'create with capped and no size', run: (c) => c.db.createCollection(`${c.collectionName}_capped`, { capped: true }), code: 72, message: "the 'size' field is required when 'capped' is true" },
   ];
   it.each(rows)('$name', async ({ run, code, message }) => {
-    const err = await run(fresh()).then(
+    const err = await run(testDb.fresh()).then(
       () => undefined,
       (e: unknown) => e,
     );
@@ -195,8 +181,8 @@ describe('requests mongod refuses', () => {
 
   it('a document over 16 MB sent in an insert command is BSONObjectTooLarge', async () => {
     // The driver's insertOne refuses such a document before sending it; a raw insert command reaches the server.
-    const c = fresh();
-    const err = await db.command({ insert: c.collectionName, documents: [{ _id: 1, a: big, b: big }] }).then(
+    const c = testDb.fresh();
+    const err = await testDb.db.command({ insert: c.collectionName, documents: [{ _id: 1, a: big, b: big }] }).then(
       (r) => r.writeErrors?.[0],
       (e: unknown) => e,
     );
@@ -240,7 +226,7 @@ describe('the positional $ operator', () => {
     },
   ];
   it.each(rows)('$name', async ({ filter, update, after }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, children });
     const res = await c.updateOne({ _id: 1 as never, ...filter }, update);
     expect(res.modifiedCount).toBe(1);
@@ -248,7 +234,7 @@ describe('the positional $ operator', () => {
   });
 
   it('without a query on the array: BadValue, as mongod answers', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, children });
     const err = await c.updateOne({ _id: 1 as never }, { $set: { 'children.$.name': 'x' } }).catch((e: unknown) => e);
     expect((err as MongoServerError).code).toBe(2);
@@ -262,11 +248,11 @@ describe('change streams', () => {
   // (A write sent before the aggregate arrives is not seen, on mongod either: mongoose's watch() then
   // create() opens the stream on a new pooled connection, so the insert usually arrives first.)
   it('a stream sees every write made right after its aggregate was answered', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     for (let round = 0; round < 25; round++) {
       // A short maxAwaitTimeMS: tryNext's empty getMore returns at once instead of after mongod's 1 s.
       const options = { maxAwaitTimeMS: 10 };
-      const stream = round % 2 === 0 ? c.watch([], options) : db.watch([{ $match: { 'ns.coll': c.collectionName } }], options);
+      const stream = round % 2 === 0 ? c.watch([], options) : testDb.db.watch([{ $match: { 'ns.coll': c.collectionName } }], options);
       try {
         expect(await stream.tryNext()).toBeNull(); // sends the aggregate and waits for its answer
         await c.insertOne({ _id: round as never });
@@ -298,7 +284,7 @@ describe('what needs an index this server never builds', () => {
   // ($near needs a geospatial index), .../reference/operator/query/text/ ($text needs a text index),
   // .../reference/operator/aggregation/geoNear/, and createIndexes' key pattern rules
   // (.../reference/command/createIndexes/, geoHaystack removed in 5.0). Unknown stages: .../aggregation-pipeline/.
-  const rows: Array<{ name: string; run: (c: ReturnType<typeof fresh>) => Promise<unknown>; code: number; message: string }> = [
+  const rows: Array<{ name: string; run: (c: ReturnType<typeof testDb.fresh>) => Promise<unknown>; code: number; message: string }> = [
     { name: '$near', run: (c) => c.find({ loc: { $near: [0, 0] } }).toArray(), code: 291, message: 'unable to find index for $geoNear query' },
     {
       name: '$nearSphere with $maxDistance',
@@ -316,7 +302,7 @@ describe('what needs an index this server never builds', () => {
     { name: 'a bit test of a string', run: (c) => c.find({ a: { $bitsAllSet: 'x' } }).toArray(), code: 2, message: 'takes an Array, a number, or a BinData' },
   ];
   it.each(rows)('$name', async ({ run, code, message }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, loc: [0, 0], body: 'coffee' });
     const err = await failure(run(c));
     expect(err?.code).toBe(code);
@@ -339,7 +325,7 @@ describe('$all on a field that is not an array', () => {
     { all: [], ids: [] },
   ];
   it.each(rows)('{$all: $all}', async ({ all, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(docs as Document[]);
     const found = await c.find({ tags: { $all: all } }).sort({ _id: 1 }).toArray();
     expect(found.map((d) => d._id)).toEqual(ids);
@@ -361,13 +347,13 @@ describe('BinData comparisons and order', () => {
     { name: '$lte a one-byte value of subtype 0: by bytes', filter: { b: { $lte: new Binary(Buffer.from([0x10]), 0) } }, ids: ['one byte 01'] },
   ];
   it.each(rows)('$name', async ({ filter, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(docs as Document[]);
     expect((await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual(ids);
   });
 
   it('sorts by length, then subtype, then bytes', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(docs as Document[]);
     expect((await c.find().sort({ b: 1 }).toArray()).map((d) => d._id)).toEqual(['one byte 01', 'one byte ff', 'one byte subtype 5', 'two bytes 00']);
   });
@@ -395,7 +381,7 @@ describe('bit tests on numbers and BinData', () => {
     { filter: { a: { $bitsAnyClear: 35 } }, ids: [1, 2, 3, 4] },
   ];
   it.each(rows)('%o', async ({ filter, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany(docs as Document[]);
     expect((await c.find(filter).sort({ _id: 1 }).toArray()).map((d) => d._id)).toEqual(ids);
   });
@@ -413,7 +399,7 @@ describe('DBRefs in queries', () => {
     { name: 'a whole DBRef', filter: { owner: new DBRef('users', a) }, ids: [2] },
   ];
   it.each(rows)('$name', async ({ filter, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertMany([
       { _id: 1 as never, refs: [new DBRef('users', a), new DBRef('users', b)] },
       { _id: 2 as never, refs: [new DBRef('users', a)], owner: new DBRef('users', a) },
@@ -422,7 +408,7 @@ describe('DBRefs in queries', () => {
   });
 
   it('reads a DBRef back as a DBRef', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, owner: new DBRef('users', a, 'other') });
     const back = await c.findOne({ _id: 1 as never });
     expect(back?.owner).toBeInstanceOf(DBRef);
@@ -447,7 +433,7 @@ describe('hint() without a sort', () => {
     { name: '$natural: -1', hint: { $natural: -1 }, ids: ['b', 'a', 'c'] },
   ];
   it.each(rows)('$name', async ({ hint, ids }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.createIndex({ a: 1 });
     await c.createIndex({ a: -1 }, { name: 'a_desc' });
     for (const d of docs) await c.insertOne(d as Document);
@@ -455,7 +441,7 @@ describe('hint() without a sort', () => {
   });
 
   it('a hinted sort still sorts', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.createIndex({ a: 1 });
     await c.insertMany(docs as Document[]);
     expect((await c.find({}).hint({ a: 1 }).sort({ _id: -1 }).toArray()).map((d) => d._id)).toEqual(['c', 'b', 'a']);
@@ -489,13 +475,13 @@ describe('array projections', () => {
     { name: 'positional $ of an element field query', filter: { 'students.school': 108 }, projection: { 'students.$': 1, zipcode: 1 }, out: { _id: 1, zipcode: '63109', students: [{ name: 'jeff', school: 108, age: 15 }] } },
   ];
   it.each(rows)('$name', async ({ filter, projection, out }) => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne(doc as Document);
     expect(await c.findOne(filter, { projection })).toEqual(out);
   });
 
   it('positional $ without a query on the array fails', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne(doc as Document);
     const err = await failure(c.findOne({ zipcode: '63109' }, { projection: { 'grades.$': 1 } }));
     expect(err?.code).toBe(51246);
@@ -507,7 +493,7 @@ describe('field names starting with $', () => {
   // upserts that insert) may store $-prefixed field names, top level included; an update of an existing
   // document may not write one at top level; _id may never hold one.
   it('an insert stores top-level and nested $ fields', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, $price: 50, quantity: 30 });
     await c.insertOne({ _id: 2 as never, $id: 'h1961-01', location: { $db: 'novels', $ref: '2007042768', $inc: true } });
     expect(await c.find().sort({ _id: 1 }).toArray()).toEqual([
@@ -517,7 +503,7 @@ describe('field names starting with $', () => {
   });
 
   it('an upsert that inserts stores a $ field; the same update of an existing document fails', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.updateOne({ date: '2021-07-07' }, { $set: { phone: 25.17, $hotel: 320.1 } } as Document, { upsert: true });
     expect(await c.findOne({}, { projection: { _id: 0 } })).toEqual({ date: '2021-07-07', phone: 25.17, $hotel: 320.1 });
     const err = await failure(c.updateOne({ date: '2021-07-07' }, { $set: { phone: 25.17, $hotel: 320.1 } } as Document, { upsert: true }));
@@ -525,7 +511,7 @@ describe('field names starting with $', () => {
   });
 
   it('a replacement of an existing document may not hold a top-level $ field', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 'E123' as never, address: { $number: 123 } });
     const err = await failure(c.replaceOne({ _id: 'E123' as never }, { address: { $number: 124 }, $rooms: { br: 2 } }));
     expect(err?.code).toBe(52);
@@ -533,7 +519,7 @@ describe('field names starting with $', () => {
   });
 
   it('an _id holding a $ field is refused', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     const err = await failure(c.insertOne({ _id: { $oid: 'x' } as never }));
     expect(err?.code).toBe(52);
     expect(err?.message).toContain("_id fields may not contain '$'-prefixed fields");
@@ -547,7 +533,7 @@ describe('__proto__ is an ordinary field name', () => {
   const own = (d: Document | null, key: string): unknown => (d ? Object.getOwnPropertyDescriptor(d, key)?.value : undefined);
 
   it('round-trips', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne(withProto());
     const back = await c.findOne({ _id: 1 as never });
     expect(Object.keys(back!)).toEqual(['_id', '__proto__', 'a']);
@@ -556,7 +542,7 @@ describe('__proto__ is an ordinary field name', () => {
   });
 
   it('is queried, updated and projected by name', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne(withProto());
     expect(await c.countDocuments(JSON.parse('{"__proto__.x": 1}'))).toBe(1);
     await c.updateOne({ _id: 1 as never }, JSON.parse('{"$set": {"__proto__.y": 2}, "$inc": {"__proto__.x": 1}}'));
@@ -566,7 +552,7 @@ describe('__proto__ is an ordinary field name', () => {
   });
 
   it('inherited names are not fields', async () => {
-    const c = fresh();
+    const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, a: 1 });
     expect(await c.countDocuments({ constructor: { $exists: true } })).toBe(0);
     expect(await c.countDocuments(JSON.parse('{"__proto__": {"$exists": true}}'))).toBe(0);

@@ -2,25 +2,12 @@
 // every row holds for a real MongoDB too (MONGODB_URI). Sources:
 // https://www.mongodb.com/docs/manual/core/schema-validation/ (levels, actions, bypass, errInfo),
 // https://www.mongodb.com/docs/manual/reference/operator/query/jsonSchema/ (keywords, omissions).
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { Double, Long, MongoBulkWriteError, MongoClient, MongoServerError, type Collection, type Db, type Document } from 'mongodb';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Double, Long, MongoBulkWriteError, MongoServerError, type Collection, type Document } from 'mongodb';
 import mongoose from 'mongoose';
+import { useTestDb } from './helpers/test-db.js';
 
-const uri = inject('mongoUri');
-const dbName = `validation_${process.pid}_${Date.now()}`;
-let client: MongoClient;
-let db: Db;
-let collections = 0;
-
-beforeAll(async () => {
-  client = await MongoClient.connect(uri);
-  db = client.db(dbName);
-});
-
-afterAll(async () => {
-  await db.dropDatabase();
-  await client.close();
-});
+const testDb = useTestDb('validation');
 
 const person = {
   $jsonSchema: {
@@ -34,9 +21,9 @@ const person = {
 };
 
 async function withValidator(validator: Document, options: Document = {}): Promise<Collection> {
-  const name = `c${++collections}`;
-  await db.createCollection(name, { validator, ...options });
-  return db.collection(name);
+  const name = testDb.uniqueName('c');
+  await testDb.db.createCollection(name, { validator, ...options });
+  return testDb.db.collection(name);
 }
 
 /** The error a write fails with (undefined when it succeeds). */
@@ -58,7 +45,7 @@ function expectRefused(err: MongoServerError | undefined, id: unknown): void {
 describe('a collection created with a validator', () => {
   it('lists the validator, level and action in its options', async () => {
     const c = await withValidator(person, { validationLevel: 'moderate', validationAction: 'warn' });
-    const [info] = await db.listCollections({ name: c.collectionName }).toArray();
+    const [info] = await testDb.db.listCollections({ name: c.collectionName }).toArray();
     expect((info as { options: Document }).options).toMatchObject({ validator: person, validationLevel: 'moderate', validationAction: 'warn' });
   });
 
@@ -177,12 +164,12 @@ describe('validators mongod refuses at create', () => {
     { name: 'an unknown validationAction', options: { validator: person, validationAction: 'ignore' }, code: 2, message: "Enumeration value 'ignore' for field 'create.validationAction' is not a valid value." },
   ];
   it.each(rows)('$name: $code', async ({ options, code, message }) => {
-    const name = `bad${++collections}`;
-    const err = await failure(db.createCollection(name, options));
+    const name = testDb.uniqueName('bad');
+    const err = await failure(testDb.db.createCollection(name, options));
     expect(err).toBeInstanceOf(MongoServerError);
     expect(err!.code).toBe(code);
     expect(err!.message).toContain(message);
-    expect(await db.listCollections({ name }).toArray()).toEqual([]);
+    expect(await testDb.db.listCollections({ name }).toArray()).toEqual([]);
   });
 });
 
@@ -195,7 +182,7 @@ describe('the $jsonSchema query operator', () => {
   ];
   let c: Collection;
   beforeAll(async () => {
-    c = db.collection(`q${++collections}`);
+    c = testDb.db.collection(testDb.uniqueName('q'));
     await c.insertMany(docs as never[]);
   });
 
@@ -210,7 +197,7 @@ describe('the $jsonSchema query operator', () => {
   });
 
   it('refuses a malformed schema before reading a document', async () => {
-    const err = await failure(db.collection('missing_collection').find({ $jsonSchema: { bsonType: 'object', nope: 1 } }).toArray());
+    const err = await failure(testDb.db.collection('missing_collection').find({ $jsonSchema: { bsonType: 'object', nope: 1 } }).toArray());
     expect(err?.code).toBe(9);
     expect(err?.message).toContain('Unknown $jsonSchema keyword: nope');
   });
@@ -218,9 +205,9 @@ describe('the $jsonSchema query operator', () => {
 
 describe('mongoose', () => {
   it('Model.create of an invalid document rejects with DocumentValidationFailure', async () => {
-    const name = `m${++collections}`;
-    await db.createCollection(name, { validator: person });
-    const conn = await mongoose.createConnection(uri, { dbName }).asPromise();
+    const name = testDb.uniqueName('m');
+    await testDb.db.createCollection(name, { validator: person });
+    const conn = await mongoose.createConnection(testDb.uri, { dbName: testDb.dbName }).asPromise();
     try {
       const Person = conn.model('Person', new mongoose.Schema({ name: String, age: Number }, { versionKey: false }), name);
       await Person.create({ name: 'Ada', age: 36 });
