@@ -1,17 +1,15 @@
 // The --dbpath journal through real processes (`npm run db`'s entry point, whatever MONGODB_URI says):
 // a server killed with SIGKILL restarts from a journal of any length, and compaction keeps the journal
 // bounded while writes go on without losing any of them to a kill right after it.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { MongoClient, type Document } from 'mongodb';
+import { startCliServer, stopProcess } from './helpers/cli-server.js';
 import { until } from './helpers/until.js';
 
-const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-const cli = path.join(root, 'src', 'cli.ts');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-journal-restart-'));
 const children: ChildProcess[] = [];
 
@@ -19,28 +17,6 @@ afterAll(() => {
   for (const c of children) c.kill('SIGKILL');
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-/** Starts `npm run db` on `dbpath` as one node process (so SIGKILL reaches the server itself). */
-function startServer(dbpath: string, compactBytes: number): Promise<{ child: ChildProcess; uri: string }> {
-  return new Promise((resolve, reject) => {
-    const args = ['--import', 'tsx/esm', cli, '--port=0', `--dbpath=${dbpath}`, `--journal-compact-bytes=${compactBytes}`];
-    const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(child);
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /MONGODB_URI=(\S+)/.exec(out);
-      if (m) resolve({ child, uri: m[1] });
-    });
-    child.once('exit', (code, sig) => reject(new Error(`server exited before it listened (${code ?? sig})`)));
-  });
-}
-
-async function kill9(child: ChildProcess): Promise<void> {
-  const gone = new Promise((r) => child.once('exit', r));
-  child.kill('SIGKILL');
-  await gone;
-}
 
 type JournalStats = { bytes: number; snapshotBytes: number; compacting: boolean; compactions: number };
 
@@ -59,7 +35,7 @@ it('restarts after SIGKILL from a 300,000-record journal with every document bac
   const dbpath = path.join(tmp, 'large');
   const total = 300_000;
   // No compaction during the fill: the restart must replay all 300,000 records from the journal.
-  const first = await startServer(dbpath, 1024 ** 4);
+  const first = await startCliServer([`--dbpath=${dbpath}`, `--journal-compact-bytes=${1024 ** 4}`], children);
   const client = await MongoClient.connect(first.uri);
   const items = client.db('big').collection('items');
   const batch = 2_000;
@@ -72,10 +48,10 @@ it('restarts after SIGKILL from a 300,000-record journal with every document bac
   const before = await journalStats(client);
   expect(before.compactions).toBe(0);
   expect(before.snapshotBytes).toBe(0);
-  await kill9(first.child);
+  await stopProcess(first.child);
   await client.close(true).catch(() => undefined);
 
-  const second = await startServer(dbpath, 1024 ** 4);
+  const second = await startCliServer([`--dbpath=${dbpath}`, `--journal-compact-bytes=${1024 ** 4}`], children);
   const again = await MongoClient.connect(second.uri);
   try {
     const back = again.db('big').collection('items');
@@ -89,7 +65,7 @@ it('restarts after SIGKILL from a 300,000-record journal with every document bac
     expect((await journalStats(again)).bytes).toBe(before.bytes);
   } finally {
     await again.close();
-    await kill9(second.child);
+    await stopProcess(second.child);
   }
 }, 180_000);
 
@@ -97,7 +73,7 @@ it('keeps the journal bounded by compacting while writes go on, and loses nothin
   const dbpath = path.join(tmp, 'bounded');
   const compactBytes = 256 * 1024;
   const docs = 500;
-  const first = await startServer(dbpath, compactBytes);
+  const first = await startCliServer([`--dbpath=${dbpath}`, `--journal-compact-bytes=${compactBytes}`], children);
   const client = await MongoClient.connect(first.uri);
   const items = client.db('small').collection('items');
   await items.insertMany(Array.from({ length: docs }, (_, n) => ({ n, qty: 0, pad: 'p'.repeat(20) })));
@@ -129,10 +105,10 @@ it('keeps the journal bounded by compacting while writes go on, and loses nothin
     return false;
   }, 'one more compaction');
   await items.insertOne({ n: docs, qty: rounds, pad: 'after the compaction' });
-  await kill9(first.child);
+  await stopProcess(first.child);
   await client.close(true).catch(() => undefined);
 
-  const second = await startServer(dbpath, compactBytes);
+  const second = await startCliServer([`--dbpath=${dbpath}`, `--journal-compact-bytes=${compactBytes}`], children);
   const again = await MongoClient.connect(second.uri);
   try {
     const back = again.db('small').collection('items');
@@ -141,6 +117,6 @@ it('keeps the journal bounded by compacting while writes go on, and loses nothin
     expect(await back.findOne({ n: docs }, { projection: { _id: 0 } })).toEqual({ n: docs, qty: rounds, pad: 'after the compaction' });
   } finally {
     await again.close();
-    await kill9(second.child);
+    await stopProcess(second.child);
   }
 }, 180_000);

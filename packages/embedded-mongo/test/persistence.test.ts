@@ -1,53 +1,24 @@
 // Durability of the embedded server's --dbpath mode (this file starts its own servers through the
 // `npm run db` entry point, whatever MONGODB_URI says): after kill -9 every acknowledged write is back.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { MongoClient } from 'mongodb';
+import { CLI, startCliServer, stopProcess } from './helpers/cli-server.js';
 import { until } from './helpers/until.js';
 
-const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embedded-mongo-'));
 const children: ChildProcess[] = [];
 
 afterAll(() => {
-  for (const c of children) signal(c, 'SIGKILL');
+  for (const c of children) c.kill('SIGKILL');
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function startServer(): Promise<{ child: ChildProcess; uri: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('npx', ['tsx', cli, '--port=0', `--dbpath=${dir}`], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
-    children.push(child);
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /MONGODB_URI=(\S+)/.exec(out);
-      if (m) resolve({ child, uri: m[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`server exited early with ${code}`)));
-  });
-}
-
-/** Signals the server's whole process group (npx, tsx and the node process serving). */
-function signal(child: ChildProcess, sig: NodeJS.Signals): void {
-  try {
-    process.kill(-child.pid!, sig);
-  } catch {
-    // already gone
-  }
-}
-
-async function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise((r) => child.once('exit', r));
-}
-
 it('loses no acknowledged write when the server is killed with SIGKILL', async () => {
-  const first = await startServer();
+  const first = await startCliServer([`--dbpath=${dir}`], children);
   // Bounds how long the write in flight at the kill retries before it fails (its server is gone for good).
   const client = await MongoClient.connect(first.uri, { serverSelectionTimeoutMS: 5000 });
   const c = client.db('durable').collection('items');
@@ -74,13 +45,12 @@ it('loses no acknowledged write when the server is killed with SIGKILL', async (
   // Kill once the writer has writes acknowledged (and more in flight), however slow the machine.
   const killAt = acknowledged.length + 20;
   await until(() => acknowledged.length >= killAt, 'writes acknowledged after the first 300');
-  signal(first.child, 'SIGKILL');
-  await exited(first.child);
+  await stopProcess(first.child);
   stop = true;
   await writer;
   await client.close(true).catch(() => undefined);
 
-  const second = await startServer();
+  const second = await startCliServer([`--dbpath=${dir}`], children);
   const again = await MongoClient.connect(second.uri);
   try {
     const items = again.db('durable').collection('items');
@@ -94,14 +64,13 @@ it('loses no acknowledged write when the server is killed with SIGKILL', async (
     expect((await items.listIndexes().toArray()).map((i) => i.name)).toContain('sku_1');
   } finally {
     await again.close();
-    signal(second.child, 'SIGTERM');
-    await exited(second.child);
+    await stopProcess(second.child, 'SIGTERM');
   }
 }, 120_000);
 
 it('refuses unknown options and bad ports with exit code 2 and the usage line', () => {
   for (const args of [['--dbPath=/tmp/x'], ['--port=70000'], ['--port=abc'], ['stray']]) {
-    const res = spawnSync(process.execPath, ['--import', 'tsx', cli, ...args], { encoding: 'utf8', timeout: 30_000 });
+    const res = spawnSync(process.execPath, ['--import', 'tsx', CLI, ...args], { encoding: 'utf8', timeout: 30_000 });
     expect(res.status, args.join(' ')).toBe(2);
     expect(res.stderr).toContain('usage: npm run db');
   }
