@@ -6,11 +6,10 @@
 // copies its collection resolver hands out, so they never reach mingo.
 import { ObjectId } from 'bson';
 import { Aggregator } from 'mingo';
-import { canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from './bson-order.js';
+import { bsonTypeName, canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from './bson-order.js';
 import { Collection } from './collection.js';
 import { validateCollectionName, type Engine } from './engine.js';
 import { MongoError } from './errors.js';
-import { bsonTypeName } from './json-schema.js';
 import { getPath } from './matcher.js';
 import { applyUpdate, type UpdateDescription } from './update.js';
 import { validateWrite } from './validator.js';

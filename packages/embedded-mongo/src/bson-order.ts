@@ -288,8 +288,47 @@ export function compareValues(a: any, b: any, strings?: StringCompare): number {
   }
 }
 
-export function valuesEqual(a: any, b: any): boolean {
-  return compareValues(a, b) === 0;
+/** mongod's name for the BSON type of a stored value (as `$type` aggregation returns it). */
+export function bsonTypeName(v: unknown): string {
+  if (v === undefined) return 'missing';
+  if (v === null) return 'null';
+  switch (typeof v) {
+    case 'string':
+      return 'string';
+    case 'boolean':
+      return 'bool';
+    case 'number':
+      return numberType(v)!;
+    case 'object':
+      break;
+    default:
+      return 'object';
+  }
+  if (Array.isArray(v)) return 'array';
+  if (v instanceof Date) return 'date';
+  if (v instanceof RegExp) return 'regex';
+  const n = numberType(v);
+  if (n) return n;
+  switch ((v as { _bsontype?: string })._bsontype) {
+    case 'ObjectId':
+      return 'objectId';
+    case 'Binary':
+      return 'binData';
+    case 'Timestamp':
+      return 'timestamp';
+    case 'BSONRegExp':
+      return 'regex';
+    case 'MinKey':
+      return 'minKey';
+    case 'MaxKey':
+      return 'maxKey';
+    case 'Code':
+      return (v as { scope?: unknown }).scope ? 'javascriptWithScope' : 'javascript';
+    case 'BSONSymbol':
+      return 'symbol';
+    default:
+      return 'object';
+  }
 }
 
 /** Canonical string of a value: equal BSON values (1, 1.0, Long(1)) give equal strings. */

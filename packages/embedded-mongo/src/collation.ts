@@ -3,7 +3,7 @@
 // and texts) and becomes an Intl.Collator, which is ICU underneath. Options Intl.Collator cannot
 // express are refused with BadValue rather than approximated. Only strings compare by collation; every
 // other type keeps its BSON order.
-import type { Doc, StringCompare } from './bson-order.js';
+import { bsonTypeName, type Doc, type StringCompare } from './bson-order.js';
 import { MongoError } from './errors.js';
 
 export type Collator = {
@@ -40,15 +40,6 @@ const BOOLS = new Set(['caseLevel', 'numericOrdering', 'normalization', 'backwar
 function shown(spec: Doc): string {
   const fields = Object.entries(spec).map(([k, v]) => `${k}: ${typeof v === 'string' ? JSON.stringify(v) : String(v?.value ?? v)}`);
   return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
-}
-
-function bsonTypeName(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'int' : 'double';
-  if (typeof v === 'boolean') return 'bool';
-  if (typeof v === 'object') return (v as { _bsontype?: string })._bsontype?.toLowerCase() ?? 'object';
-  return typeof v;
 }
 
 function typeMismatch(field: string, v: unknown, expected: string): MongoError {

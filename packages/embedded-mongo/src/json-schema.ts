@@ -3,7 +3,7 @@
 // into rules, refusing what mongod refuses with its codes and texts (its parser is
 // src/mongo/db/matcher/schema/json_schema_parser.cpp); the rules then test values, and explain a
 // failure in the shape of mongod's `errInfo.details` for DocumentValidationFailure.
-import { canonicalKey, compareValues, isPlainObject, numberType, toNumber, type Doc } from './bson-order.js';
+import { bsonTypeName, canonicalKey, compareValues, isPlainObject, toNumber, type Doc } from './bson-order.js';
 import { MongoError } from './errors.js';
 
 export type CompiledSchema = {
@@ -31,49 +31,6 @@ const BSON_TYPE_ALIASES = new Set([
 ]);
 const JSON_TYPE_ALIASES: Record<string, string> = { array: 'array', boolean: 'bool', null: 'null', object: 'object', string: 'string' };
 const NUMERIC = new Set(['int', 'long', 'double', 'decimal']);
-
-/** mongod's name for the BSON type of a stored value (as `$type` aggregation returns it). */
-export function bsonTypeName(v: unknown): string {
-  if (v === undefined) return 'missing';
-  if (v === null) return 'null';
-  switch (typeof v) {
-    case 'string':
-      return 'string';
-    case 'boolean':
-      return 'bool';
-    case 'number':
-      return numberType(v)!;
-    case 'object':
-      break;
-    default:
-      return 'object';
-  }
-  if (Array.isArray(v)) return 'array';
-  if (v instanceof Date) return 'date';
-  if (v instanceof RegExp) return 'regex';
-  const n = numberType(v);
-  if (n) return n;
-  switch ((v as { _bsontype?: string })._bsontype) {
-    case 'ObjectId':
-      return 'objectId';
-    case 'Binary':
-      return 'binData';
-    case 'Timestamp':
-      return 'timestamp';
-    case 'BSONRegExp':
-      return 'regex';
-    case 'MinKey':
-      return 'minKey';
-    case 'MaxKey':
-      return 'maxKey';
-    case 'Code':
-      return (v as { scope?: unknown }).scope ? 'javascriptWithScope' : 'javascript';
-    case 'BSONSymbol':
-      return 'symbol';
-    default:
-      return 'object';
-  }
-}
 
 const isNumber = (v: unknown): boolean => NUMERIC.has(bsonTypeName(v));
 const isObject = (v: unknown): v is Doc => bsonTypeName(v) === 'object';

@@ -2,7 +2,7 @@
 // each one is running, and mongod's operation counters. The TCP layer records; command handlers read.
 import fs from 'node:fs';
 import { BSON, Long } from 'bson';
-import { isPlainObject, type Doc } from './bson-order.js';
+import { bsonTypeName, isPlainObject, type Doc } from './bson-order.js';
 import type { Cursor, Engine } from './engine.js';
 import { MongoError } from './errors.js';
 
@@ -140,14 +140,14 @@ const CURRENT_OP_OPTIONS = new Set(['allUsers', 'idleConnections', 'idleCursors'
  * (idleSessions changes nothing); and no mongos (localOps changes nothing).
  */
 export function parseCurrentOpOptions(spec: unknown): CurrentOpOptions {
-  if (!isPlainObject(spec)) throw new MongoError(14, `$currentOp options must be specified in an object, but found: ${typeName(spec)}`, 'TypeMismatch');
+  if (!isPlainObject(spec)) throw new MongoError(14, `$currentOp options must be specified in an object, but found: ${bsonTypeName(spec)}`, 'TypeMismatch');
   for (const [key, value] of Object.entries(spec)) {
     if (!CURRENT_OP_OPTIONS.has(key)) throw new MongoError(40415, `BSON field '$currentOp.${key}' is an unknown field.`, 'Location40415');
     if (typeof value === 'boolean') continue;
     if (key === 'allUsers' || key === 'localOps') {
-      throw new MongoError(14, `The '${key}' parameter of the $currentOp stage must be a boolean value, but found: ${typeName(value)}`, 'TypeMismatch');
+      throw new MongoError(14, `The '${key}' parameter of the $currentOp stage must be a boolean value, but found: ${bsonTypeName(value)}`, 'TypeMismatch');
     }
-    throw new MongoError(14, `BSON field '$currentOp.${key}' is the wrong type '${typeName(value)}', expected type 'bool'`, 'TypeMismatch');
+    throw new MongoError(14, `BSON field '$currentOp.${key}' is the wrong type '${bsonTypeName(value)}', expected type 'bool'`, 'TypeMismatch');
   }
   return { idleConnections: spec.idleConnections === true, idleCursors: spec.idleCursors === true, truncateOps: spec.truncateOps === true };
 }
@@ -259,21 +259,3 @@ function truncated(body: Doc): Doc {
   return comment === undefined ? { $truncated: summary } : { $truncated: summary, comment };
 }
 
-/** A value's BSON type name, as mongod's error messages spell it. */
-function typeName(v: unknown): string {
-  if (v === null) return 'null';
-  if (v === undefined) return 'missing';
-  if (typeof v === 'string') return 'string';
-  if (typeof v === 'boolean') return 'bool';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'int' : 'double';
-  if (Array.isArray(v)) return 'array';
-  if (v instanceof Date) return 'date';
-  const t = (v as { _bsontype?: string })._bsontype;
-  if (t === 'Long') return 'long';
-  if (t === 'Double') return 'double';
-  if (t === 'Decimal128') return 'decimal';
-  if (t === 'ObjectId') return 'objectId';
-  if (t === 'Timestamp') return 'timestamp';
-  if (t === 'Binary') return 'binData';
-  return 'object';
-}

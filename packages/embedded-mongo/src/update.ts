@@ -6,11 +6,10 @@
 // collation. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
-import { compareValues, copyFields, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
+import { bsonTypeName, compareValues, copyFields, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
 import { comparingOperator, notWithCollation } from './collation.js';
 import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
-import { bsonTypeName } from './json-schema.js';
 
 export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
 export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDescription | undefined };

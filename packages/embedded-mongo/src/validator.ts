@@ -3,11 +3,11 @@
 // Writes that break it fail with DocumentValidationFailure (121) and mongod 5+'s errInfo, or are only
 // logged under validationAction 'warn'.
 import { EJSON } from 'bson';
-import { isPlainObject, type Doc, type StringCompare } from './bson-order.js';
+import { bsonTypeName, isPlainObject, type Doc, type StringCompare } from './bson-order.js';
 import { collatorFor } from './collation.js';
 import type { Collection } from './collection.js';
 import { MongoError } from './errors.js';
-import { bsonTypeName, compileJsonSchema, usesEncryption } from './json-schema.js';
+import { compileJsonSchema, usesEncryption } from './json-schema.js';
 import { compileFilter, getPath, type Predicate } from './matcher.js';
 
 type CollectionValidator = {
