@@ -9,7 +9,7 @@ import { Aggregator } from 'mingo';
 import { bsonTypeName, canonicalKey, compareValues, deepCopy, isPlainObject, type Doc } from './bson-order.js';
 import { Collection } from './collection.js';
 import { validateCollectionName, type Engine } from './engine.js';
-import { MongoError } from './errors.js';
+import { MongoError, wrongFieldType } from './errors.js';
 import { getPath } from './matcher.js';
 import { applyUpdate, type UpdateDescription } from './update.js';
 import { validateWrite } from './validator.js';
@@ -95,10 +95,6 @@ function missingField(path: string): MongoError {
   return new MongoError(40414, `BSON field '${path}' is missing but a required field`, 'Location40414');
 }
 
-function wrongType(path: string, v: unknown, expected: string): MongoError {
-  return new MongoError(14, `BSON field '${path}' is the wrong type '${bsonTypeName(v)}', expected type '${expected}'`, 'TypeMismatch');
-}
-
 function isValidCollectionName(name: string): boolean {
   try {
     validateCollectionName(name);
@@ -118,8 +114,8 @@ function parseOut(engine: Engine, spec: unknown, defaultDb: string): WriteStage 
     }
     if (spec.db === undefined) throw missingField('$out.db');
     if (spec.coll === undefined) throw missingField('$out.coll');
-    if (typeof spec.db !== 'string') throw wrongType('$out.db', spec.db, 'string');
-    if (typeof spec.coll !== 'string') throw wrongType('$out.coll', spec.coll, 'string');
+    if (typeof spec.db !== 'string') throw wrongFieldType('$out.db', spec.db, 'string');
+    if (typeof spec.coll !== 'string') throw wrongFieldType('$out.coll', spec.coll, 'string');
     db = spec.db;
     coll = spec.coll;
   } else if (typeof spec !== 'string') {
@@ -149,12 +145,12 @@ function parseMerge(engine: Engine, spec: unknown, defaultDb: string, cmd: Doc):
   let coll: unknown = into;
   if (isPlainObject(into)) {
     for (const key of Object.keys(into)) if (key !== 'db' && key !== 'coll') throw unknownField(`$merge.into.${key}`);
-    if (into.db !== undefined && typeof into.db !== 'string') throw wrongType('$merge.into.db', into.db, 'string');
-    if (into.coll !== undefined && typeof into.coll !== 'string') throw wrongType('$merge.into.coll', into.coll, 'string');
+    if (into.db !== undefined && typeof into.db !== 'string') throw wrongFieldType('$merge.into.db', into.db, 'string');
+    if (into.coll !== undefined && typeof into.coll !== 'string') throw wrongFieldType('$merge.into.coll', into.coll, 'string');
     db = into.db ?? defaultDb;
     coll = into.coll ?? '';
   } else if (typeof into !== 'string') {
-    throw new MongoError(14, `BSON field '$merge.into' is the wrong type '${bsonTypeName(into)}', expected types '[string, object]'`, 'TypeMismatch');
+    throw wrongFieldType('$merge.into', into, ['string', 'object']);
   }
   const name = coll as string;
   if (db.length === 0 || !isValidCollectionName(name)) throw new MongoError(73, `Invalid $merge target namespace: '${db}.${name}'`, 'InvalidNamespace');
@@ -186,7 +182,7 @@ function parseMerge(engine: Engine, spec: unknown, defaultDb: string, cmd: Doc):
   if (INTERNAL_DBS.has(db)) throw new MongoError(31320, `Cannot $merge to internal database: ${db}`, 'Location31320');
 
   const letSpec = options.let;
-  if (letSpec !== undefined && !isPlainObject(letSpec)) throw wrongType('$merge.let', letSpec, 'object');
+  if (letSpec !== undefined && !isPlainObject(letSpec)) throw wrongFieldType('$merge.let', letSpec, 'object');
   if (matchedMode !== 'pipeline' && letSpec !== undefined) {
     throw new MongoError(51199, `Cannot use 'let' variables with 'whenMatched: ${matchedMode}' mode`, 'Location51199');
   }
@@ -199,7 +195,7 @@ function parseMerge(engine: Engine, spec: unknown, defaultDb: string, cmd: Doc):
 function parseOn(on: unknown): string[] {
   if (on === undefined) return ['_id'];
   const fields = typeof on === 'string' ? [on] : on;
-  if (!Array.isArray(fields)) throw new MongoError(14, `BSON field '$merge.on' is the wrong type '${bsonTypeName(on)}', expected types '[string, array]'`, 'TypeMismatch');
+  if (!Array.isArray(fields)) throw wrongFieldType('$merge.on', on, ['string', 'array']);
   const seen = new Set<string>();
   for (const field of fields) {
     if (typeof field !== 'string') throw new MongoError(14, `BSON field '$merge.on' must be a string or an array of strings, but found ${bsonTypeName(field)}`, 'TypeMismatch');

@@ -3,8 +3,8 @@
 // and texts) and becomes an Intl.Collator, which is ICU underneath. Options Intl.Collator cannot
 // express are refused with BadValue rather than approximated. Only strings compare by collation; every
 // other type keeps its BSON order.
-import { bsonTypeName, type Doc, type StringCompare } from './bson-order.js';
-import { MongoError } from './errors.js';
+import { numberType, toNumber, type Doc, type StringCompare } from './bson-order.js';
+import { MongoError, wrongFieldType } from './errors.js';
 
 export type Collator = {
   /** The filled-in spec, as mongod stores and lists it (listIndexes, listCollections). */
@@ -42,17 +42,8 @@ function shown(spec: Doc): string {
   return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
 }
 
-function typeMismatch(field: string, v: unknown, expected: string): MongoError {
-  return new MongoError(14, `BSON field 'collation.${field}' is the wrong type '${bsonTypeName(v)}', expected ${expected}`, 'TypeMismatch');
-}
-
 function numeric(v: unknown): number | undefined {
-  if (typeof v === 'number') return v;
-  const t = (v as { _bsontype?: string } | null)?._bsontype;
-  if (t === 'Int32' || t === 'Double') return (v as { value: number }).value;
-  if (t === 'Long') return Number((v as { toString(): string }).toString());
-  if (t === 'Decimal128') return Number.parseFloat(String(v));
-  return undefined;
+  return numberType(v) ? toNumber(v) : undefined;
 }
 
 /** mongod's IDL parse of a Collation document: unknown fields, types, enum values and the strength bounds. */
@@ -61,19 +52,19 @@ function parseFields(raw: Doc): Doc {
   for (const [k, v] of Object.entries(raw)) {
     if (!FIELDS.includes(k)) throw new MongoError(40415, `BSON field 'collation.${k}' is an unknown field.`, 'IDLUnknownField');
     if (k === 'locale' || k === 'version') {
-      if (typeof v !== 'string') throw typeMismatch(k, v, "type 'string'");
+      if (typeof v !== 'string') throw wrongFieldType(`collation.${k}`, v, 'string');
     } else if (BOOLS.has(k)) {
-      if (typeof v !== 'boolean') throw typeMismatch(k, v, "type 'bool'");
+      if (typeof v !== 'boolean') throw wrongFieldType(`collation.${k}`, v, 'bool');
     } else if (k === 'strength') {
       const n = numeric(v);
-      if (n === undefined) throw typeMismatch(k, v, "types '[long, int, decimal, double]'");
+      if (n === undefined) throw wrongFieldType(`collation.${k}`, v, ['long', 'int', 'decimal', 'double']);
       const s = Math.trunc(n);
       if (s < 0) throw new MongoError(51024, `BSON field 'collation.strength' value must be >= 0, actual value '${s}'`, 'Location51024');
       if (s > 5) throw new MongoError(51024, `BSON field 'collation.strength' value must be <= 5, actual value '${s}'`, 'Location51024');
       out[k] = s;
       continue;
     } else {
-      if (typeof v !== 'string') throw typeMismatch(k, v, "type 'string'");
+      if (typeof v !== 'string') throw wrongFieldType(`collation.${k}`, v, 'string');
       if (!ENUMS[k].includes(v)) throw new MongoError(2, `Enumeration value '${v}' for field 'collation.${k}' is not a valid value.`, 'BadValue');
     }
     out[k] = v;
@@ -157,7 +148,7 @@ const CACHE_LIMIT = 256;
  */
 export function collatorFor(raw: unknown): Collator | undefined {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw) || (raw as { _bsontype?: string })._bsontype !== undefined) {
-    throw new MongoError(14, `BSON field 'collation' is the wrong type '${bsonTypeName(raw)}', expected type 'object'`, 'TypeMismatch');
+    throw wrongFieldType('collation', raw, 'object');
   }
   const cacheKey = JSON.stringify(raw);
   const hit = cache.get(cacheKey);

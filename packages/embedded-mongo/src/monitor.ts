@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { BSON, Long } from 'bson';
 import { bsonTypeName, isPlainObject, type Doc } from './bson-order.js';
 import type { Cursor, Engine } from './engine.js';
-import { MongoError } from './errors.js';
+import { MongoError, wrongFieldType } from './errors.js';
 
 export type Connection = {
   id: number;
@@ -147,7 +147,7 @@ export function parseCurrentOpOptions(spec: unknown): CurrentOpOptions {
     if (key === 'allUsers' || key === 'localOps') {
       throw new MongoError(14, `The '${key}' parameter of the $currentOp stage must be a boolean value, but found: ${bsonTypeName(value)}`, 'TypeMismatch');
     }
-    throw new MongoError(14, `BSON field '$currentOp.${key}' is the wrong type '${bsonTypeName(value)}', expected type 'bool'`, 'TypeMismatch');
+    throw wrongFieldType(`$currentOp.${key}`, value, 'bool');
   }
   return { idleConnections: spec.idleConnections === true, idleCursors: spec.idleCursors === true, truncateOps: spec.truncateOps === true };
 }

@@ -3,10 +3,10 @@
 // Writes that break it fail with DocumentValidationFailure (121) and mongod 5+'s errInfo, or are only
 // logged under validationAction 'warn'.
 import { EJSON } from 'bson';
-import { bsonTypeName, isPlainObject, type Doc, type StringCompare } from './bson-order.js';
+import { isPlainObject, type Doc, type StringCompare } from './bson-order.js';
 import { collatorFor } from './collation.js';
 import type { Collection } from './collection.js';
-import { MongoError } from './errors.js';
+import { MongoError, wrongFieldType } from './errors.js';
 import { compileJsonSchema, usesEncryption } from './json-schema.js';
 import { compileFilter, getPath, type Predicate } from './matcher.js';
 
@@ -30,13 +30,9 @@ const BANNED: Record<string, string> = {
   $geoNear: '$geoNear, $near, and $nearSphere are not allowed in this context',
 };
 
-function wrongType(field: string, v: unknown, expected: string): MongoError {
-  return new MongoError(14, `BSON field 'create.${field}' is the wrong type '${bsonTypeName(v)}', expected type '${expected}'`, 'TypeMismatch');
-}
-
 function checkEnum(field: string, v: unknown, allowed: string[]): void {
   if (v === undefined) return;
-  if (typeof v !== 'string') throw wrongType(field, v, 'string');
+  if (typeof v !== 'string') throw wrongFieldType(`create.${field}`, v, 'string');
   if (!allowed.includes(v)) throw new MongoError(2, `Enumeration value '${v}' for field 'create.${field}' is not a valid value.`, 'BadValue');
 }
 
@@ -69,7 +65,7 @@ function findBanned(filter: Doc, plaintextLogged: boolean): MongoError | undefin
  */
 export function parseValidator(options: Doc): CollectionValidator | undefined {
   const { validator, validationLevel, validationAction } = options;
-  if (validator !== undefined && !isPlainObject(validator)) throw wrongType('validator', validator, 'object');
+  if (validator !== undefined && !isPlainObject(validator)) throw wrongFieldType('create.validator', validator, 'object');
   checkEnum('validationLevel', validationLevel, LEVELS);
   checkEnum('validationAction', validationAction, ACTIONS);
   if (validator === undefined || Object.keys(validator).length === 0) return undefined;
