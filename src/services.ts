@@ -16,11 +16,14 @@ import { MongoAccountStore } from './data/accounts.js';
 import { MongoAuditStore } from './data/audit.js';
 import { databaseHealth, type HealthCheck } from './data/connection.js';
 import { MongoSessionStore, MongoThrottleStore, MongoUserStore } from './data/console.js';
+import { MongoClientTokenStore } from './data/client-tokens.js';
 import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
 import { MongoIdempotencyStore } from './data/idempotency.js';
 import { MongoKeyStore } from './data/keys.js';
 import { AuditLog } from './domain/audit/service.js';
+import { withTokenBudgets } from './domain/client-tokens/budget.js';
+import { ClientTokens } from './domain/client-tokens/service.js';
 import { Idempotency } from './domain/idempotency/service.js';
 import { SessionService } from './domain/console/sessions.js';
 import { SignInService } from './domain/console/signin.js';
@@ -33,7 +36,7 @@ import { createKeyServices, type KeyManager } from './domain/keys/index.js';
 import type { KeyVerifier } from './domain/keys/verifier.js';
 import type { LastUsedRecorder } from './domain/keys/last-used.js';
 import { silentLogger, type Logger } from './domain/logger.js';
-import type { CreditBalances, KeyAuthenticator } from './domain/ports.js';
+import type { CreditBalances, DefinitionService, KeyAuthenticator } from './domain/ports.js';
 import { createDefinitionProvider } from './providers/definitions/index.js';
 import type { ImageProvider } from './providers/images/types.js';
 import { argon2Hasher } from './providers/passwords/argon2.js';
@@ -81,6 +84,10 @@ export interface Services {
   /** Readiness: does the database answer? */
   readonly health: HealthCheck;
   readonly console: ConsoleServices;
+  /** Client tokens for browser apps: minted by an API key, checked by the /graphql edge. */
+  readonly clientTokens: ClientTokens;
+  /** `definitions` and `jobs` as the API doors call them: a client token's credit budget applies. */
+  readonly budgeted: { readonly definitions: DefinitionService; readonly jobs: ImageJobService };
   /** Idempotency keys of the charging operations (REST Idempotency-Key, GraphQL idempotencyKey). */
   readonly idempotency: Idempotency;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
@@ -118,7 +125,10 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const sessionStore = new MongoSessionStore(connection);
   const throttleStore = new MongoThrottleStore(connection);
   const idempotencyStore = new MongoIdempotencyStore(connection);
-  await Promise.all([accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore].map((store) => store.init()));
+  const tokenStore = new MongoClientTokenStore(connection);
+  await Promise.all(
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore].map((store) => store.init()),
+  );
 
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
@@ -159,9 +169,18 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
   };
 
+  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
+  const budgeted = withTokenBudgets({ definitions, jobs: imageJobs.service }, tokenStore, {
+    maxKeywordLength: config.MAX_KEYWORD_LENGTH,
+    maxPrompts: config.MAX_PROMPTS,
+    maxPromptLength: config.MAX_PROMPT_LENGTH,
+  });
+
   return {
     config,
     connection,
+    clientTokens,
+    budgeted,
     credits,
     balances: credits,
     authenticator: keys.authenticator,

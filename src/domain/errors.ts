@@ -37,6 +37,18 @@ export const ERROR_CATALOG = {
     retryable: false,
   },
   invalid_api_key: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid API key', retryable: false },
+  client_token_expired: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Client token expired', retryable: false },
+  invalid_client_token: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid client token', retryable: false },
+  origin_not_allowed: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Origin not allowed for this token', retryable: false },
+  scope_not_allowed: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: "Client token's scopes do not allow this operation", retryable: false },
+  api_key_required: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'This operation needs an API key (client tokens cannot do it)', retryable: false },
+  api_key_in_browser: {
+    httpStatus: 403,
+    graphqlCode: 'FORBIDDEN',
+    message: 'API keys are for servers: a browser app needs a client token',
+    retryable: false,
+  },
+  token_credit_limit: { httpStatus: 402, graphqlCode: 'INSUFFICIENT_CREDITS', message: 'Client token credit limit reached', retryable: false },
   insufficient_credits: {
     httpStatus: 402,
     graphqlCode: 'INSUFFICIENT_CREDITS',

@@ -14,6 +14,11 @@ export interface KeyAuthenticator {
    * invalid_api_key_format or invalid_api_key (contract texts and order).
    */
   authenticate(authorization: string | undefined): Promise<KeyPrincipal>;
+  /**
+   * Counts a request made with the key by other means (a client token it minted): the rate limit and
+   * the key's last use, as authenticate does. Throws AppError rate_limited over the limit.
+   */
+  admit(keyId: string): Promise<void>;
   /** True while the key exists and is not deleted (reads the database; no cache). */
   isActive(keyId: string): Promise<boolean>;
   /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */

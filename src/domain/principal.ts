@@ -1,3 +1,5 @@
+import type { ClientScope } from './client-tokens/scopes.js';
+
 /** Who is calling: the plain value every service receives instead of a request or a GraphQL context. */
 export interface Principal {
   /** Account id, as a 24-hex ObjectId string. */
@@ -6,14 +8,25 @@ export interface Principal {
   readonly keyId: string | null;
   /** The console user acting, when the call comes from the console. */
   readonly userId?: string;
+  /** Set when a client token (minted by the key `keyId`) authenticated the call. */
+  readonly token?: ClientTokenGrant;
 }
 
-/** A caller authenticated by an API key (REST, GraphQL). */
+/** What a client token allows: it acts for its key's account, within these bounds. */
+export interface ClientTokenGrant {
+  readonly tokenId: string;
+  readonly origins: readonly string[];
+  readonly scopes: readonly ClientScope[];
+  readonly maxCredits: number | null;
+  readonly expiresAt: Date;
+}
+
+/** A caller authenticated by an API key (REST, GraphQL), or by a client token of one (GraphQL). */
 export interface KeyPrincipal extends Principal {
   readonly keyId: string;
 }
 
-/** Where a call came from, as usage and audit record it: the key id, or `console`. */
+/** Where a call came from, as usage and audit record it: the key id (a token's: its key's), or `console`. */
 export type CallSource = string;
 
 export function sourceOf(principal: Principal): CallSource {

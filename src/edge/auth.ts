@@ -1,26 +1,27 @@
 /**
- * Who is calling, decided once for every door: by API key (REST and GraphQL; the WebSocket door calls
- * the same authenticator at connection_init) or by console session (cookie). A route says which it
- * needs with `config: { auth: 'apiKey' | 'session' }`; the onRequest hook authenticates before the
- * body is read, so a 401 comes before 415/400/413. The doors stay apart: an API route never looks at
- * cookies and a console route never looks at the Authorization header.
+ * Who is calling, decided once for every door: by API key (REST), by API key or client token
+ * (`/graphql`; the WebSocket door asks the same Credentials at connection_init) or by console session
+ * (cookie). A route says which it needs with `config: { auth: 'apiKey' | 'apiKeyOrToken' | 'session' }`;
+ * the onRequest hook authenticates before the body is read, so a 401 comes before 415/400/413. The
+ * doors stay apart: an API route never looks at cookies and a console route never looks at the
+ * Authorization header.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
-import type { KeyAuthenticator } from '../domain/ports.js';
 import type { KeyPrincipal } from '../domain/principal.js';
+import type { Credentials } from './credentials.js';
 import { originVerdict } from './csrf.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The API key's caller, on routes with `auth: 'apiKey'`. */
+    /** The API key's (or client token's) caller, on routes with `auth: 'apiKey' | 'apiKeyOrToken'`. */
     principal: KeyPrincipal | null;
     /** The signed-in console user, on routes with `auth: 'session'` (or 'optional-session'). */
     consoleCaller: ConsoleCaller | null;
   }
   interface FastifyContextConfig {
-    auth?: 'apiKey' | 'session' | 'optional-session';
+    auth?: 'apiKey' | 'apiKeyOrToken' | 'session' | 'optional-session';
   }
 }
 
@@ -30,7 +31,7 @@ export function sessionCookieName(request: Pick<FastifyRequest, 'protocol'>): st
 }
 
 export interface EdgeAuthDeps {
-  keys: Pick<KeyAuthenticator, 'authenticate'>;
+  credentials: Pick<Credentials, 'apiKey' | 'graphql'>;
   sessions?: SessionResolver;
   /** Origins besides the request's own that console forms may be posted from (PUBLIC_BASE_URL's). */
   consoleOrigins?: readonly string[];
@@ -46,7 +47,9 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
     reply.header('x-request-id', request.id);
     const auth = request.routeOptions.config.auth;
     if (auth === 'apiKey') {
-      request.principal = await deps.keys.authenticate(request.headers.authorization);
+      request.principal = await deps.credentials.apiKey(request.headers.authorization);
+    } else if (auth === 'apiKeyOrToken') {
+      request.principal = await deps.credentials.graphql(request.headers.authorization, request.headers.origin);
     } else if (auth === 'session' || auth === 'optional-session') {
       // Refused before anything is read or touched: a cross-site request changes nothing.
       if (!SAFE_METHODS.has(request.method) && originVerdict(request, deps.consoleOrigins ?? []) === 'cross-site') throw new AppError('cross_site_request');

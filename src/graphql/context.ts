@@ -3,6 +3,7 @@ import type { CreditBalances, DefinitionService, ImageJobService, JobUrlContext,
 import type { Principal } from '../domain/principal.js';
 import type { JobView } from '../domain/jobs/types.js';
 import type { Idempotency } from '../domain/idempotency/service.js';
+import type { ClientTokens } from '../domain/client-tokens/service.js';
 import type { JobEvents } from '../queue/job-events.js';
 
 /** The domain services the GraphQL door calls: the same objects REST calls. */
@@ -13,6 +14,8 @@ export interface GraphQLServices {
   jobs: ImageJobService;
   jobEvents: JobEvents;
   idempotency: Pick<Idempotency, 'run'>;
+  /** Minting client tokens (`createClientToken`); absent: the mutation answers NOT_FOUND. */
+  tokens?: Pick<ClientTokens, 'mint' | 'verify'>;
 }
 
 export interface Loaders {
@@ -29,8 +32,10 @@ export interface GraphQLContext {
   urls: JobUrlContext;
   services: GraphQLServices;
   loaders: Loaders;
-  /** Aborted (reason: an AppError) when the key that opened the WebSocket is deleted; HTTP: never. */
+  /** Aborted (reason: an AppError) when the WebSocket's key is deleted or its token expires; HTTP: never. */
   signal: AbortSignal;
+  /** The caller's address (audit entries), when known. */
+  ip: string | null;
 }
 
 /**
@@ -60,6 +65,7 @@ export function createContext(input: {
   requestId: string;
   urls: JobUrlContext;
   signal?: AbortSignal;
+  ip?: string | null;
 }): GraphQLContext {
   return {
     principal: input.principal,
@@ -68,5 +74,6 @@ export function createContext(input: {
     services: input.services,
     loaders: createLoaders(input.services, input.principal, input.urls),
     signal: input.signal ?? NEVER_ABORTED,
+    ip: input.ip ?? null,
   };
 }

@@ -1,6 +1,10 @@
 import 'reflect-metadata';
 import { printSchema, type GraphQLSchema } from 'graphql';
-import { buildSchema, type PubSub } from 'type-graphql';
+import { buildSchema, type AuthChecker, type PubSub } from 'type-graphql';
+import { allows, isClientScope } from '../domain/client-tokens/scopes.js';
+import { AppError } from '../domain/errors.js';
+import { ClientTokenResolver } from './client-tokens.js';
+import type { GraphQLContext } from './context.js';
 import { resolvers } from './resolvers.js';
 
 /**
@@ -9,8 +13,19 @@ import { resolvers } from './resolvers.js';
  */
 export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
   // validate: false: arguments are validated by the domain services (same rules and texts as REST).
-  return buildSchema({ resolvers, validate: false, pubSub: noTopics });
+  return buildSchema({ resolvers: [...resolvers, ClientTokenResolver], validate: false, pubSub: noTopics, authChecker: scopeChecker, authMode: 'error' });
 }
+
+/**
+ * `@Authorized('lookup')` etc.: a client token needs that scope (API keys have them all). A refusal is
+ * FORBIDDEN for that field only, before its resolver runs, so nothing is charged.
+ */
+const scopeChecker: AuthChecker<GraphQLContext> = ({ context }, scopes) => {
+  for (const scope of scopes) {
+    if (!isClientScope(scope) || !allows(context.principal, scope)) throw new AppError('scope_not_allowed');
+  }
+  return true;
+};
 
 /**
  * type-graphql insists on a PubSub when a schema has subscriptions, even though `jobStatus` brings its

@@ -19,13 +19,16 @@ import { registerConsole } from '../console/plugin.js';
 import { AppError } from '../domain/errors.js';
 import { registerEdgeAuth } from '../edge/auth.js';
 import { createClientErrorEdge } from '../edge/client-errors.js';
+import { registerCors } from '../edge/cors.js';
+import { createCredentials } from '../edge/credentials.js';
 import { registerDatabaseGate } from '../edge/database.js';
 import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
-import { registerGraphQL } from './graphql.js';
+import { registerGraphQL } from './graphql/index.js';
+import clientTokenRoutes from './routes/client-tokens.js';
 import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
 import imageRoutes from './routes/images.js';
@@ -85,6 +88,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
   }
   registerDraining(app);
+  // Before every refusal, so that browser apps can read theirs.
+  registerCors(app);
   const hostAllowed = hostPolicy(config.ALLOWED_HOSTS);
   registerHostCheck(app, hostAllowed);
   registerDatabaseGate(app, services.health);
@@ -93,8 +98,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   app.removeContentTypeParser(['text/plain']);
   // Cookie parsing on demand (no global hook): only console routes read the session cookie.
   await app.register(fastifyCookie, { hook: false });
+  const credentials = createCredentials({ keys: services.authenticator, tokens: services.clientTokens });
   registerEdgeAuth(app, {
-    keys: services.authenticator,
+    credentials,
     sessions: services.console.sessions,
     consoleOrigins: config.PUBLIC_BASE_URL ? [new URL(config.PUBLIC_BASE_URL).origin] : [],
   });
@@ -102,15 +108,24 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   app.setNotFoundHandler((request, reply) => sendError(reply, request, new AppError('route_not_found')));
   app.setErrorHandler((err, request, reply) => sendError(reply, request, translate(err, request)));
 
-  const sellable = exposedOnly({ definitions: services.definitions, jobs: services.jobs }, config);
+  const sellable = exposedOnly(services.budgeted, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   await app.register(healthRoutes, { health: services.health });
+  await app.register(clientTokenRoutes, { tokens: services.clientTokens });
   if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency });
   if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf });
   // The door closes itself (WebSockets, Apollo) when the app closes.
   await registerGraphQL(app, {
     config,
-    services: { keys: services.authenticator, balances: services.balances, jobEvents: services.jobEvents, idempotency: services.idempotency, ...sellable },
+    services: {
+      keys: services.authenticator,
+      tokens: services.clientTokens,
+      balances: services.balances,
+      jobEvents: services.jobEvents,
+      idempotency: services.idempotency,
+      ...sellable,
+    },
+    credentials,
     baseUrlOf,
     hostAllowed,
     databaseDown: () => services.health.knownDown(),

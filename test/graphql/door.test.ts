@@ -16,8 +16,9 @@ import type { GraphQLServices } from '../../src/graphql/context.js';
 import { printSchemaFile } from '../../src/graphql/schema.js';
 import { Idempotency } from '../../src/domain/idempotency/service.js';
 import { registerEdgeAuth } from '../../src/edge/auth.js';
+import { createCredentials } from '../../src/edge/credentials.js';
 import { MemoryIdempotencyStore } from '../gateway/memory-fakes.js';
-import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql.js';
+import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql/index.js';
 import type { JobEvents, JobListener } from '../../src/queue/job-events.js';
 import { MemoryCredits, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
 import { until } from '../helpers/until.js';
@@ -47,6 +48,7 @@ class FakeKeys implements KeyAuthenticator {
     if (!k || k.deleted) throw new AppError('invalid_api_key');
     return { accountId: k.accountId, keyId: k.keyId };
   }
+  async admit() {}
   async isActive(keyId: string) {
     return [...this.keys.values()].some((k) => k.keyId === keyId && !k.deleted);
   }
@@ -114,7 +116,7 @@ beforeAll(async () => {
   };
   app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => void logs.push(JSON.parse(line)) } } });
   // The door sits behind the shared edge, which authenticates every request it marks `auth: 'apiKey'`.
-  registerEdgeAuth(app, { keys });
+  registerEdgeAuth(app, { credentials: createCredentials({ keys }) });
   door = await registerGraphQL(app, { config, services });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
@@ -265,7 +267,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
       balances: { balances: async (ids) => ids.map(() => 1) },
       idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),
     };
-    registerEdgeAuth(closed, { keys });
+    registerEdgeAuth(closed, { credentials: createCredentials({ keys }) });
     await registerGraphQL(closed, { config, services });
     await closed.listen({ port: 0, host: '127.0.0.1' });
     try {
@@ -301,7 +303,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
 });
 
 describe('GraphQL over WebSocket', () => {
-  it('closes a connection with a bad key with 4403 before any subscription runs', async () => {
+  it('closes a connection with a bad key with 4401 before any subscription runs', async () => {
     for (const auth of [undefined, 'Bearer nope', `Bearer wi_live_${'c'.repeat(64)}`]) {
       const client = wsClient(auth);
       const outcome = await new Promise<{ code?: number; reason?: string; data?: unknown }>((resolve) => {
@@ -311,7 +313,7 @@ describe('GraphQL over WebSocket', () => {
         );
       });
       expect(outcome.data).toBeUndefined();
-      expect(outcome.code).toBe(4403);
+      expect(outcome.code).toBe(4401);
     }
   });
 

@@ -326,7 +326,7 @@ describe('DataLoader', () => {
 });
 
 describe('jobStatus over WebSocket', () => {
-  it('refuses a bad or deleted key at connection_init with 4403', async () => {
+  it('refuses a bad or deleted key at connection_init with 4401', async () => {
     const doomed = await t.createAccountWithKey({ credits: 1 });
     await t.services.keys.delete(doomed.keyId, { actor: 'test', ip: '127.0.0.1', host: 'test-host' });
     for (const auth of [undefined, 'Bearer wi_live_short', `Bearer wi_live_${'e'.repeat(64)}`, `Bearer ${doomed.key}`]) {
@@ -334,7 +334,7 @@ describe('jobStatus over WebSocket', () => {
       const r = subscribeJob(client, '0b9a3c36-7a4b-4d4b-9a4e-3f1f6a1c2b3d', 'status');
       const outcome: any = await r.done;
       expect(r.messages).toEqual([]);
-      expect(outcome.code).toBe(4403);
+      expect(outcome.code).toBe(4401);
     }
   });
 

@@ -14,6 +14,7 @@ import { createConsoleUser, sameOrigin, signIn } from '../helpers/console.js';
 const PUBLIC = new Map<string, string>([
   ['GET /healthz', 'liveness probe'],
   ['GET /readyz', 'readiness probe'],
+  ['OPTIONS /graphql', 'CORS preflight (carries no credential; the answer to the request decides who may read it)'],
   ['GET /api/playground/images/:jobId/images/:index', 'the signed URL is the authority'],
   ['GET /console/assets/:file', 'stylesheet and script'],
   ['GET /console/sign-in', 'the sign-in form'],
@@ -26,6 +27,9 @@ let t: TestApp;
 let cookie: string;
 let deletedKey: string;
 let activeKey: string;
+let token: string;
+const APP_ORIGIN = 'http://127.0.0.1:5173';
+const isApiRoute = (r: { auth: string | undefined }) => r.auth === 'apiKey' || r.auth === 'apiKeyOrToken';
 
 beforeAll(async () => {
   t = await startTestApp({
@@ -39,6 +43,8 @@ beforeAll(async () => {
   const doomed = await t.createAccountWithKey();
   await t.services.keys.delete(doomed.keyId, { actor: 'test', ip: null, host: 'test' });
   deletedKey = doomed.key;
+  const minter = await t.createAccountWithKey();
+  token = (await t.services.clientTokens.mint({ accountId: minter.accountId, keyId: minter.keyId }, { origins: [APP_ORIGIN] }, { actor: 'test', ip: null, host: 'test' })).token;
 });
 afterAll(async () => {
   await t?.close();
@@ -59,13 +65,15 @@ function call(route: { method: string; url: string }, headers: Record<string, st
 describe('every route is authenticated or listed as public', () => {
   it('found the doors', () => {
     expect(routes.filter((r) => r.auth === 'apiKey').map((r) => `${r.method} ${r.url}`)).toEqual(
-      expect.arrayContaining(['POST /api/playground/query', 'POST /api/playground/images', 'GET /api/playground/images/:jobId', 'POST /graphql', 'GET /graphql']),
+      expect.arrayContaining(['POST /api/playground/query', 'POST /api/playground/images', 'GET /api/playground/images/:jobId', 'POST /api/client-tokens']),
     );
+    // /graphql alone also takes client tokens.
+    expect(routes.filter((r) => r.auth === 'apiKeyOrToken').map((r) => `${r.method} ${r.url}`).sort()).toEqual(['GET /graphql', 'POST /graphql']);
     expect(routes.filter((r) => r.auth === 'session').length).toBeGreaterThan(10);
   });
 
   it('no other route is open', () => {
-    const open = routes.filter((r) => r.auth !== 'apiKey' && r.auth !== 'session' && !PUBLIC.has(`${r.method} ${r.url}`));
+    const open = routes.filter((r) => !isApiRoute(r) && r.auth !== 'session' && !PUBLIC.has(`${r.method} ${r.url}`));
     expect(open, 'routes without authentication that are not listed as public').toEqual([]);
   });
 });
@@ -81,7 +89,7 @@ describe('API-key doors (REST and GraphQL over HTTP)', () => {
   ];
   for (const [what, headers, code] of refusals) {
     it(`${what} → 401 ${code} on every API route`, async () => {
-      for (const route of routes.filter((r) => r.auth === 'apiKey')) {
+      for (const route of routes.filter(isApiRoute)) {
         const res = await call(route, headers());
         expect(res.status, `${route.method} ${route.url}`).toBe(401);
         expect(res.headers.get('www-authenticate')).toBe('Bearer');
@@ -93,8 +101,34 @@ describe('API-key doors (REST and GraphQL over HTTP)', () => {
   }
 });
 
+describe('client tokens', () => {
+  it('open /graphql only: every REST route answers a valid token with 401 invalid_api_key_format', async () => {
+    for (const route of routes.filter((r) => r.auth === 'apiKey')) {
+      const res = await call(route, { authorization: `Bearer ${token}`, origin: APP_ORIGIN });
+      expect(res.status, `${route.method} ${route.url}`).toBe(401);
+      expect(((await res.json()) as any).code, `${route.method} ${route.url}`).toBe('invalid_api_key_format');
+    }
+  });
+
+  it('an unknown or malformed token, or a token from another origin, is refused on every token route', async () => {
+    const cases: [Record<string, string>, number, string][] = [
+      [{ authorization: `Bearer wi_tok_${'0'.repeat(64)}`, origin: APP_ORIGIN }, 401, 'UNAUTHENTICATED'],
+      [{ authorization: 'Bearer wi_tok_short', origin: APP_ORIGIN }, 401, 'UNAUTHENTICATED'],
+      [{ authorization: `Bearer ${token}`, origin: 'https://evil.example' }, 403, 'FORBIDDEN'],
+      [{ authorization: `Bearer ${token}` }, 403, 'FORBIDDEN'],
+    ];
+    for (const route of routes.filter((r) => r.auth === 'apiKeyOrToken')) {
+      for (const [headers, status, code] of cases) {
+        const res = await call(route, { 'apollo-require-preflight': '1', ...headers });
+        expect(res.status, `${route.method} ${route.url} ${JSON.stringify(headers)}`).toBe(status);
+        expect(((await res.json()) as any).errors[0].extensions.code).toBe(code);
+      }
+    }
+  });
+});
+
 describe('GraphQL over WebSocket', () => {
-  it('closes with 4403 for a missing, malformed, unknown or deleted key, and ignores cookies', async () => {
+  it('closes with 4401 for a missing, malformed, unknown or deleted key, and ignores cookies', async () => {
     for (const params of [{}, { Authorization: 'Bearer nope' }, { Authorization: `Bearer wi_live_${'0'.repeat(64)}` }, { Authorization: `Bearer ${deletedKey}` }]) {
       const closed = await new Promise<number>((resolve) => {
         const client = createClient({
@@ -112,7 +146,7 @@ describe('GraphQL over WebSocket', () => {
         });
         void client;
       });
-      expect(closed, JSON.stringify(params)).toBe(4403);
+      expect(closed, JSON.stringify(params)).toBe(4401);
     }
   });
 });

@@ -15,6 +15,7 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'console.sign_in_failed': 'Sign-in failed',
   'console.signed_out': 'Signed out',
   'console.session_ended': 'Session ended',
+  'client_token.created': 'Client token created',
 };
 
 /** The Details column: what the entry is about, in words. */
@@ -25,6 +26,7 @@ export function describe(e: AuditEntry): string {
   if (e.amount !== null && e.amount !== undefined) parts.push(`${e.amount} credits`);
   if (typeof e.details?.reason === 'string') parts.push(`reason: ${e.details.reason}`);
   if (typeof e.details?.email === 'string') parts.push(String(e.details.email));
+  if (Array.isArray(e.details?.origins)) parts.push(`for ${e.details.origins.map(String).join(', ')}`);
   if (e.userAgent) parts.push(e.userAgent.length > 60 ? `${e.userAgent.slice(0, 60)}…` : e.userAgent);
   return parts.join(' · ');
 }

@@ -11,6 +11,7 @@ export const AUDIT_EVENTS = [
   'console.sign_in_failed',
   'console.signed_out',
   'console.session_ended',
+  'client_token.created',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 

@@ -18,9 +18,13 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
     const result = await this.deps.verifier.verify(authorization);
     if (!result.ok) throw new AppError(result.reason);
-    this.deps.limiter.take(result.principal.keyId);
-    this.deps.lastUsed.note(result.principal.keyId);
+    await this.admit(result.principal.keyId);
     return result.principal;
+  }
+
+  async admit(keyId: string): Promise<void> {
+    this.deps.limiter.take(keyId);
+    this.deps.lastUsed.note(keyId);
   }
 
   isActive(keyId: string): Promise<boolean> {

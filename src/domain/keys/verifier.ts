@@ -21,6 +21,8 @@ interface CachedKey {
  */
 export class KeyVerifier {
   private readonly cache = new Map<string, CachedKey>();
+  /** Ids of keys known active, under the same rule as the cache (client tokens ask by key id). */
+  private readonly activeIds = new Set<string>();
   /** Bumped by every change event: a database read older than the last event is not cached. */
   private epoch = 0;
   private readonly unsubscribe?: () => void;
@@ -43,6 +45,7 @@ export class KeyVerifier {
       lost: () => {
         this.epoch++;
         this.cache.clear();
+        this.activeIds.clear();
       },
     });
   }
@@ -71,9 +74,25 @@ export class KeyVerifier {
     return Boolean(record && !record.deletedAt);
   }
 
+  /**
+   * isActive, answered from memory while the change feed is live (every deletion, on any instance,
+   * evicts at once): the check a client token makes on every request.
+   */
+  async isLive(keyId: string): Promise<boolean> {
+    if (this.deps.changes?.live && this.activeIds.has(keyId)) return true;
+    const epoch = this.epoch;
+    const active = await this.isActive(keyId);
+    if (active && this.deps.changes?.live && epoch === this.epoch) {
+      if (this.activeIds.size >= (this.deps.cacheSize ?? 10_000)) this.activeIds.clear();
+      this.activeIds.add(keyId);
+    }
+    return active;
+  }
+
   /** Drops the key from the cache (it changed or was deleted). */
   forget(keyId: string): void {
     this.epoch++;
+    this.activeIds.delete(keyId);
     for (const [hash, entry] of this.cache) if (entry.keyId === keyId) this.cache.delete(hash);
   }
 

@@ -1,0 +1,94 @@
+import { Schema, Types, type Connection, type Model } from 'mongoose';
+import type { Collection } from 'mongodb';
+import type { ClientTokenRecord, ClientTokenStore } from '../domain/client-tokens/records.js';
+import type { ClientScope } from '../domain/client-tokens/scopes.js';
+import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
+
+/** Stored shape (collection `client_tokens`); a TTL index removes a token a day after it expired. */
+interface ClientTokenDoc {
+  _id: Types.ObjectId;
+  accountId: Types.ObjectId;
+  keyId: Types.ObjectId;
+  hash: string;
+  origins: string[];
+  scopes: ClientScope[];
+  maxCredits: number | null;
+  /** Credits reserved by requests so far (see ClientTokenStore.reserve). */
+  spent: number;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+const schema = new Schema<ClientTokenDoc>(
+  {
+    accountId: { type: Schema.Types.ObjectId, required: true },
+    keyId: { type: Schema.Types.ObjectId, required: true },
+    hash: { type: String, required: true },
+    origins: { type: [String], required: true },
+    scopes: { type: [String], required: true },
+    maxCredits: { type: Number, default: null },
+    spent: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+  },
+  { collection: 'client_tokens', versionKey: false },
+);
+schema.index({ hash: 1 }, { unique: true });
+// Kept a day past expiry, so "expired" can still be told apart from "unknown".
+schema.index({ expiresAt: 1 }, { expireAfterSeconds: 24 * 3600 });
+
+export class MongoClientTokenStore implements ClientTokenStore {
+  private readonly model: Model<ClientTokenDoc>;
+  private readonly collection: Collection<ClientTokenDoc>;
+
+  constructor(connection: Connection) {
+    this.model = (connection.models.ClientToken as Model<ClientTokenDoc> | undefined) ?? connection.model<ClientTokenDoc>('ClientToken', schema);
+    this.collection = nativeCollection<ClientTokenDoc>(connection, 'client_tokens');
+  }
+
+  async init(): Promise<void> {
+    await this.model.createCollection().catch(ignoreExists);
+    await this.model.createIndexes();
+  }
+
+  async insert(token: Omit<ClientTokenRecord, 'id'>): Promise<ClientTokenRecord> {
+    const accountId = toObjectId(token.accountId);
+    const keyId = toObjectId(token.keyId);
+    if (!accountId || !keyId) throw new Error('client token: account and key ids must be ObjectIds');
+    const doc: ClientTokenDoc = { _id: new Types.ObjectId(), ...token, accountId, keyId, origins: [...token.origins], scopes: [...token.scopes], spent: 0 };
+    await this.collection.insertOne(doc);
+    return toRecord(doc);
+  }
+
+  async findByHash(hash: string): Promise<ClientTokenRecord | null> {
+    const doc = await this.collection.findOne({ hash }, { projection: { spent: 0 } });
+    return doc ? toRecord(doc) : null;
+  }
+
+  async reserve(tokenId: string, credits: number, maxCredits: number): Promise<boolean> {
+    const _id = toObjectId(tokenId);
+    if (!_id) return false;
+    // One guarded update: concurrent reservations cannot pass the budget together.
+    const result = await this.collection.updateOne({ _id, spent: { $lte: maxCredits - credits } }, { $inc: { spent: credits } });
+    return result.modifiedCount === 1;
+  }
+
+  async release(tokenId: string, credits: number): Promise<void> {
+    const _id = toObjectId(tokenId);
+    if (_id) await this.collection.updateOne({ _id }, { $inc: { spent: -credits } });
+  }
+}
+
+function toRecord(doc: Omit<ClientTokenDoc, 'spent'>): ClientTokenRecord {
+  return {
+    id: doc._id.toHexString(),
+    accountId: doc.accountId.toHexString(),
+    keyId: doc.keyId.toHexString(),
+    hash: doc.hash,
+    origins: doc.origins,
+    scopes: doc.scopes,
+    maxCredits: doc.maxCredits ?? null,
+    createdAt: doc.createdAt,
+    expiresAt: doc.expiresAt,
+  };
+}

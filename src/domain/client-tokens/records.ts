@@ -1,0 +1,29 @@
+import type { ClientScope } from './scopes.js';
+
+/** Persistence of client tokens, implemented in src/data (MongoDB) and by test fakes. */
+export interface ClientTokenRecord {
+  id: string;
+  accountId: string;
+  /** The API key that minted it: deleting that key ends the token. */
+  keyId: string;
+  /** SHA-256 (hex) of the token; the token itself is never stored. */
+  hash: string;
+  origins: readonly string[];
+  scopes: readonly ClientScope[];
+  /** The most this token may spend in total; null: only the account's balance limits it. */
+  maxCredits: number | null;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface ClientTokenStore {
+  insert(token: Omit<ClientTokenRecord, 'id'>): Promise<ClientTokenRecord>;
+  findByHash(hash: string): Promise<ClientTokenRecord | null>;
+  /**
+   * Takes `credits` from the token's budget in one guarded update: only while spent + credits stays
+   * within maxCredits. False when that would pass the budget (nothing taken).
+   */
+  reserve(tokenId: string, credits: number, maxCredits: number): Promise<boolean>;
+  /** Gives back credits reserved for work that was not charged in the end. */
+  release(tokenId: string, credits: number): Promise<void>;
+}

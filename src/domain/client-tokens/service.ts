@@ -1,0 +1,165 @@
+import { AppError, invalid } from '../errors.js';
+import type { AuditActor, AuditStore } from '../audit/types.js';
+import type { KeyPrincipal } from '../principal.js';
+import { generateToken, hashToken, isWellFormedToken } from './format.js';
+import type { ClientTokenRecord, ClientTokenStore } from './records.js';
+import { CLIENT_SCOPES, isClientScope, type ClientScope } from './scopes.js';
+
+export const TOKEN_TTL = { min: 60, max: 3600, default: 900 } as const;
+export const MAX_TOKEN_ORIGINS = 10;
+
+/** A minted token as shown once. */
+export interface MintedToken {
+  token: string;
+  expiresAt: Date;
+  origins: string[];
+  scopes: ClientScope[];
+  maxCredits: number | null;
+}
+
+/** Expected outcomes of checking a token are values; the edge turns a refusal into the contract's error. */
+export type TokenCheck =
+  | { ok: true; principal: KeyPrincipal }
+  | { ok: false; reason: 'invalid_client_token' | 'client_token_expired' | 'origin_not_allowed' };
+
+export interface ClientTokenDeps {
+  store: ClientTokenStore;
+  audit: AuditStore;
+  /** True while the key exists and is not deleted, as every instance sees it (the key verifier's rule). */
+  keyActive(keyId: string): Promise<boolean>;
+  now?: () => Date;
+}
+
+/**
+ * Short-lived credentials for browser apps, minted by an API key on the app's backend: bound to web
+ * origins, scoped, expiring, optionally capped in credits, ended with their key. Records never change
+ * once written (the budget's counter aside), so they are cached by hash; the key's liveness is not.
+ */
+export class ClientTokens {
+  private readonly now: () => Date;
+  private readonly cache = new Map<string, ClientTokenRecord>();
+
+  constructor(private readonly deps: ClientTokenDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async mint(principal: KeyPrincipal, input: unknown, actor: AuditActor): Promise<MintedToken> {
+    if (principal.token) throw new AppError('api_key_required');
+    const request = parseMintRequest(input);
+    const token = generateToken();
+    const createdAt = this.now();
+    const expiresAt = new Date(createdAt.getTime() + request.ttlSeconds * 1000);
+    const record = await this.deps.store.insert({
+      accountId: principal.accountId,
+      keyId: principal.keyId,
+      hash: hashToken(token),
+      origins: request.origins,
+      scopes: request.scopes,
+      maxCredits: request.maxCredits,
+      createdAt,
+      expiresAt,
+    });
+    await this.deps.audit.record(
+      {
+        ...actor,
+        event: 'client_token.created',
+        accountId: principal.accountId,
+        keyId: principal.keyId,
+        details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits },
+      },
+      createdAt,
+    );
+    return { token, expiresAt, origins: request.origins, scopes: request.scopes, maxCredits: request.maxCredits };
+  }
+
+  /** Checks a `wi_tok_` value presented from `origin` (the request's Origin header). */
+  async verify(token: string, origin: string | undefined): Promise<TokenCheck> {
+    if (!isWellFormedToken(token)) return { ok: false, reason: 'invalid_client_token' };
+    const hash = hashToken(token);
+    const record = this.cache.get(hash) ?? (await this.load(hash));
+    if (!record) return { ok: false, reason: 'invalid_client_token' };
+    if (record.expiresAt.getTime() <= this.now().getTime()) return { ok: false, reason: 'client_token_expired' };
+    if (!(await this.deps.keyActive(record.keyId))) return { ok: false, reason: 'invalid_client_token' };
+    if (origin === undefined || !record.origins.includes(origin)) return { ok: false, reason: 'origin_not_allowed' };
+    return {
+      ok: true,
+      principal: {
+        accountId: record.accountId,
+        keyId: record.keyId,
+        token: { tokenId: record.id, origins: record.origins, scopes: record.scopes, maxCredits: record.maxCredits, expiresAt: record.expiresAt },
+      },
+    };
+  }
+
+  private async load(hash: string): Promise<ClientTokenRecord | null> {
+    const record = await this.deps.store.findByHash(hash);
+    if (!record) return null;
+    if (this.cache.size >= 10_000) {
+      // Expired entries first; else the oldest.
+      const nowMs = this.now().getTime();
+      for (const [h, r] of this.cache) if (r.expiresAt.getTime() <= nowMs) this.cache.delete(h);
+      if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
+    }
+    this.cache.set(hash, record);
+    return record;
+  }
+}
+
+interface MintRequest {
+  origins: string[];
+  scopes: ClientScope[];
+  ttlSeconds: number;
+  maxCredits: number | null;
+}
+
+/** The contract's rules for a mint request, each refusal naming the field and the rule. */
+export function parseMintRequest(input: unknown): MintRequest {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw invalid('body', 'body must be a JSON object');
+  const body = input as Record<string, unknown>;
+  return {
+    origins: parseOrigins(body.origins),
+    scopes: parseScopes(body.scopes),
+    ttlSeconds: parseInteger('ttlSeconds', body.ttlSeconds, TOKEN_TTL.min, TOKEN_TTL.max) ?? TOKEN_TTL.default,
+    maxCredits: parseInteger('maxCredits', body.maxCredits, 1, Number.MAX_SAFE_INTEGER),
+  };
+}
+
+function parseOrigins(value: unknown): string[] {
+  if (value === undefined || value === null) throw invalid('origins', 'origins is required');
+  if (!Array.isArray(value)) throw invalid('origins', 'origins must be an array of web origins');
+  if (value.length === 0 || value.length > MAX_TOKEN_ORIGINS) throw invalid('origins', `origins must have 1 to ${MAX_TOKEN_ORIGINS} entries`);
+  const origins = value.map((entry: unknown, i) => {
+    const field = `origins[${i}]`;
+    if (typeof entry !== 'string' || !isExactOrigin(entry)) {
+      throw invalid(field, `${field} must be a web origin: scheme, host and optional port, no path (e.g. https://app.example.com)`);
+    }
+    return entry;
+  });
+  return [...new Set(origins)];
+}
+
+/** `https://app.example.com` or `http://localhost:5173`, exactly as a browser sends it in `Origin`. */
+export function isExactOrigin(value: string): boolean {
+  if (value.length > 2048) return false;
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
+  } catch {
+    return false;
+  }
+}
+
+function parseScopes(value: unknown): ClientScope[] {
+  if (value === undefined || value === null) return [...CLIENT_SCOPES];
+  const rule = `scopes must be a non-empty array of ${CLIENT_SCOPES.join(', ')}`;
+  if (!Array.isArray(value) || value.length === 0 || !value.every(isClientScope)) throw invalid('scopes', rule);
+  return CLIENT_SCOPES.filter((s) => value.includes(s));
+}
+
+function parseInteger(field: string, value: unknown, min: number, max: number): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw invalid(field, max === Number.MAX_SAFE_INTEGER ? `${field} must be a positive integer` : `${field} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}

@@ -1,0 +1,146 @@
+/**
+ * The edge of WebSocket doors, the same rules as for HTTP requests: an upgrade is admitted once
+ * (path, Host, the database, shutdown) and refused in the contract's HTTP shape otherwise; the caller
+ * is decided at `connection_init` by the same Credentials as HTTP (an API key, or a client token from
+ * one of its origins), checked again for every operation, and the connection ends when its key is
+ * deleted (on any instance) or its token expires. Refused credentials close the socket with 4401, which
+ * graphql-ws clients treat as final (4403 they retry for half a minute); a database outage with 1013.
+ */
+import type { IncomingMessage } from 'node:http';
+import { CloseCode } from 'graphql-ws';
+import type { WebSocket } from 'ws';
+import { AppError } from '../domain/errors.js';
+import type { Logger } from '../domain/logger.js';
+import type { KeyPrincipal } from '../domain/principal.js';
+import type { Credentials } from './credentials.js';
+import { databaseUnavailable } from './database.js';
+import { toAppError } from './errors.js';
+import { hostRefusal, type HostPolicy } from './host.js';
+
+export interface UpgradePolicy {
+  path: string;
+  hostAllowed: HostPolicy;
+  databaseDown: () => boolean;
+}
+
+/** Undefined when the upgrade may go on; else the error to answer it with (an HTTP response). */
+export function upgradeRefusal(req: IncomingMessage, policy: UpgradePolicy): AppError | undefined {
+  const path = (req.url ?? '').split('?')[0];
+  if (path !== policy.path) return new AppError('route_not_found');
+  // Subscriptions build image URLs from the Host too.
+  const host = hostRefusal(req, policy.hostAllowed);
+  if (host) return host;
+  return policy.databaseDown() ? databaseUnavailable() : undefined;
+}
+
+/** How a refusal or an ending closes a socket: a code clients understand and the contract's text. */
+export function closeFor(err: AppError): { code: number; reason: string } {
+  if (err.httpStatus === 401 || err.httpStatus === 403) return { code: CloseCode.Unauthorized, reason: err.message };
+  // 1013 Try Again Later: the database (or a limit) refused us for now; the credential may be fine.
+  if (err.spec.retryable && err.spec.graphqlCode !== 'INTERNAL_SERVER_ERROR') return { code: 1013, reason: err.message };
+  return { code: 1011, reason: 'Internal server error' };
+}
+
+/** The caller of one connection. */
+export interface SocketCaller {
+  readonly principal: KeyPrincipal;
+  /** Aborted, with the AppError as reason, when the credential ends (key deleted, token expired). */
+  readonly signal: AbortSignal;
+  /** For each operation: undefined while the credential holds, else the refusal (nothing runs). */
+  recheck(): Promise<AppError | undefined>;
+  /** Operations running now (an ending waits a moment for their errors to go out). */
+  active: number;
+}
+
+/** How long an ending gives subscriptions to send their UNAUTHENTICATED error before the socket closes. */
+const ENDING_GRACE_MS = 200;
+
+export class SocketCallers {
+  /** Key id → the connections it opened, directly or through its client tokens. */
+  private readonly byKey = new Map<string, Set<() => void>>();
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly deps: { credentials: Credentials; databaseDown: () => boolean; log: Pick<Logger, 'error'> },
+  ) {
+    this.unsubscribe = deps.credentials.onRevoked((keyId) => {
+      for (const end of this.byKey.get(keyId) ?? []) end();
+    });
+  }
+
+  /**
+   * `connection_init`: the caller, or undefined after closing the socket with the refusal's code.
+   * `request` is the upgrade request (its Origin binds client tokens).
+   */
+  async connect(socket: WebSocket, connectionParams: Readonly<Record<string, unknown>> | undefined, request: IncomingMessage): Promise<SocketCaller | undefined> {
+    const given = connectionParams?.Authorization ?? connectionParams?.authorization;
+    const authorization = typeof given === 'string' ? given : undefined;
+    const origin = request.headers.origin;
+    const authenticate = async (): Promise<KeyPrincipal> => {
+      if (this.deps.databaseDown()) throw databaseUnavailable();
+      const principal = await this.deps.credentials.graphql(authorization, origin);
+      // A page's socket is not bound by CORS: an API key from a browser is refused outright.
+      if (!principal.token && origin !== undefined) throw new AppError('api_key_in_browser');
+      return principal;
+    };
+    let principal: KeyPrincipal;
+    try {
+      principal = await authenticate();
+    } catch (err) {
+      const refusal = toAppError(err);
+      if (refusal.code === 'internal_error') this.deps.log.error({ err }, 'graphql-ws: authentication failed unexpectedly');
+      const { code, reason } = closeFor(refusal);
+      socket.close(code, reason);
+      return undefined;
+    }
+
+    const ending = new AbortController();
+    const caller: SocketCaller = {
+      principal,
+      signal: ending.signal,
+      active: 0,
+      recheck: async () => {
+        if (ending.signal.aborted) return ending.signal.reason as AppError;
+        try {
+          await authenticate();
+          return undefined;
+        } catch (err) {
+          const refusal = toAppError(err);
+          if (refusal.code === 'internal_error') throw err;
+          return refusal;
+        }
+      },
+    };
+    const end = (reason: AppError) => {
+      if (ending.signal.aborted) return;
+      ending.abort(reason);
+      const { code, reason: text } = closeFor(reason);
+      // Subscriptions end with an UNAUTHENTICATED error first; then the connection goes.
+      setTimeout(() => socket.close(code, text), caller.active ? ENDING_GRACE_MS : 0).unref();
+    };
+    const revoked = () => end(new AppError(principal.token ? 'invalid_client_token' : 'invalid_api_key'));
+    const keyId = principal.keyId;
+    let set = this.byKey.get(keyId);
+    if (!set) this.byKey.set(keyId, (set = new Set()));
+    set.add(revoked);
+    const expiry = principal.token ? expiryTimer(principal.token.expiresAt, () => end(new AppError('client_token_expired'))) : undefined;
+    socket.once('close', () => {
+      clearTimeout(expiry);
+      set.delete(revoked);
+      if (set.size === 0 && this.byKey.get(keyId) === set) this.byKey.delete(keyId);
+    });
+    return caller;
+  }
+
+  dispose(): void {
+    this.unsubscribe();
+  }
+}
+
+/** setTimeout caps delays at 2^31-1 ms; a token lives an hour at most, but stay safe. */
+function expiryTimer(at: Date, fire: () => void): NodeJS.Timeout {
+  const delay = Math.min(Math.max(0, at.getTime() - Date.now()), 2 ** 31 - 1);
+  const timer = setTimeout(fire, delay);
+  timer.unref();
+  return timer;
+}

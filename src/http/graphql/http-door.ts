@@ -1,0 +1,123 @@
+/**
+ * `/graphql` over HTTP: Apollo Server 5 on Fastify, behind the edge (which has already decided who is
+ * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`).
+ *
+ * Status codes (GraphQL-over-HTTP):
+ *  - 200 when the operation executed, even if a field failed: `errors` carries the domain error
+ *    (402 INSUFFICIENT_CREDITS, 400 BAD_USER_INPUT, 404 NOT_FOUND, …) next to `data`;
+ *  - the catalog's status when the request as a whole is refused before execution (401, 403, 429,
+ *    503), in the media type the client accepts;
+ *  - 400 for a document that does not parse or validate, bad variables, an exceeded depth / alias /
+ *    cost / token limit, or a request without a CSRF-safe header; 405 for a mutation over GET;
+ *    413 for a body over BODY_LIMIT_BYTES; 415 for a non-JSON POST.
+ */
+import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+} from '@apollo/server/plugin/disabled';
+import { fastifyApolloHandler } from '@as-integrations/fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { GraphQLError } from 'graphql';
+import type { Config } from '../../config.js';
+import { AppError } from '../../domain/errors.js';
+import { preflightRoute } from '../../edge/cors.js';
+import { errorHeaders, logLevelOf, toAppError } from '../../edge/errors.js';
+import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
+import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql/errors.js';
+import type { BaseUrlOf } from '../routes/types.js';
+import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
+
+export async function registerHttpDoor(
+  app: FastifyInstance,
+  opts: { path: string; config: Config; services: GraphQLServices; execution: Execution; baseUrlOf: BaseUrlOf },
+): Promise<ApolloServer<GraphQLContext>> {
+  const { path, config, services, execution, baseUrlOf } = opts;
+  const apollo = new ApolloServer<GraphQLContext>({
+    schema: execution.schema,
+    logger: app.log,
+    introspection: config.GRAPHQL_INTROSPECTION,
+    csrfPrevention: true,
+    persistedQueries: false,
+    allowBatchedHttpRequests: false,
+    includeStacktraceInErrorResponses: false,
+    // The gateway's own SIGTERM handler closes Fastify, which stops Apollo (the door's onClose). Apollo's
+    // handler (on by default outside NODE_ENV=test) would start a second stop that never settles and
+    // hold the shutdown until Fastify's close timeout.
+    stopOnTerminationSignals: false,
+    validationRules: [...execution.armorRules, SubscriptionsOverWebSocketOnly],
+    parseOptions: { maxTokens: execution.maxTokens },
+    formatError: execution.formatError,
+    plugins: [
+      ...execution.armorPlugins,
+      // No fastifyApolloDrainPlugin: it closes Fastify from apollo.stop(), and here Fastify's close
+      // is what stops Apollo; Fastify drains its own connections.
+      logMaskedErrors(app.log),
+      // No landing page: Apollo's loads a web IDE from a CDN; the console serves an explorer instead.
+      ApolloServerPluginLandingPageDisabled(),
+      // No cache hints (every operation is per caller and charged): without this default plugin Apollo
+      // does not wrap every field resolver to collect them.
+      ApolloServerPluginCacheControlDisabled(),
+      // Not a federated subgraph: no traces to inline (Apollo would otherwise check on every request).
+      ApolloServerPluginInlineTraceDisabled(),
+    ],
+  });
+  await apollo.start();
+
+  const handler = fastifyApolloHandler(apollo, {
+    context: async (request) => {
+      const principal = request.principal;
+      if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
+      return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
+    },
+  });
+
+  await app.register(async (scope) => {
+    // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
+    // content type) keep the edge's catalog status and headers and take the GraphQL response shape.
+    scope.setErrorHandler((err, request, reply) => {
+      const refusal = toAppError(err);
+      const level = logLevelOf(refusal);
+      if (level) request.log[level]({ err, requestId: request.id }, 'graphql: request refused');
+      const formatted = formatGraphQLError({ message: refusal.message }, refusal);
+      return reply.code(refusal.httpStatus).headers(errorHeaders(refusal)).type(refusalMediaType(request.headers.accept)).send({ errors: [formatted] });
+    });
+    scope.route({ method: ['GET', 'POST'], url: path, bodyLimit: config.BODY_LIMIT_BYTES, config: { auth: 'apiKeyOrToken', cors: true }, handler });
+    scope.route(preflightRoute(path, ['GET', 'POST']));
+  });
+  return apollo;
+}
+
+const GRAPHQL_RESPONSE = 'application/graphql-response+json';
+
+/**
+ * GraphQL-over-HTTP: `application/graphql-response+json` when the client accepts it at least as much
+ * as `application/json` (Apollo Client 4 and urql ask for it first), else `application/json`.
+ */
+export function refusalMediaType(accept: string | undefined): string {
+  let json = -1;
+  let graphql = -1;
+  for (const part of (accept ?? '').toLowerCase().split(',')) {
+    const [type, ...params] = part.split(';').map((s) => s.trim());
+    const qParam = params.find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    if (!Number.isFinite(q)) continue;
+    if (type === GRAPHQL_RESPONSE) graphql = Math.max(graphql, q);
+    else if (type === 'application/json' || type === 'application/*' || type === '*/*') json = Math.max(json, type === 'application/json' ? q : q - 0.001);
+  }
+  return graphql > 0 && graphql >= json ? `${GRAPHQL_RESPONSE}; charset=utf-8` : 'application/json; charset=utf-8';
+}
+
+/** Logs every error that reaches the client masked, with the request id to find it by. */
+function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
+  // One listener for every request: it keeps no state of its own.
+  const listener = {
+    async didEncounterErrors({ errors, contextValue }: { errors: readonly GraphQLError[]; contextValue?: GraphQLContext }) {
+      for (const err of errors) {
+        if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
+      }
+    },
+  };
+  return { requestDidStart: async () => listener };
+}

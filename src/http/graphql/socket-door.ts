@@ -1,0 +1,161 @@
+/**
+ * `/graphql` over WebSocket (graphql-ws, `graphql-transport-ws`) on the HTTP server's port: wiring
+ * only. Admission, who is calling, per-operation re-checks and endings are the edge's
+ * (src/edge/sockets.ts); execution uses the HTTP door's schema, rules and error formatter.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { GraphQLError, getOperationAST, parse, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { useServer, type Extra } from 'graphql-ws/use/ws';
+import { WebSocketServer } from 'ws';
+import type { Config } from '../../config.js';
+import { AppError } from '../../domain/errors.js';
+import { refuseConnection } from '../../edge/client-errors.js';
+import type { Credentials } from '../../edge/credentials.js';
+import { SocketCallers, upgradeRefusal, type SocketCaller } from '../../edge/sockets.js';
+import type { HostPolicy } from '../../edge/host.js';
+import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
+import { isMaskedError, type ErrorFormatter } from '../../graphql/errors.js';
+import type { BaseUrlOf } from '../routes/types.js';
+import type { Execution } from './execution.js';
+import { subscriptionCaps } from './subscription-caps.js';
+
+interface Connection {
+  caller?: SocketCaller;
+  connectionId: string;
+  /** Ids of the connection's open subscriptions (each counted once against the caps). */
+  subscriptions: Set<string>;
+  keyId: string;
+}
+
+type WsExtra = Extra & { conn?: Connection };
+
+export interface SocketDoorOptions {
+  path: string;
+  config: Config;
+  services: GraphQLServices;
+  credentials: Credentials;
+  execution: Execution;
+  baseUrlOf: BaseUrlOf;
+  hostAllowed: HostPolicy;
+  databaseDown: () => boolean;
+}
+
+export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions): { close(): Promise<void> } {
+  const { config, services, execution, baseUrlOf } = opts;
+  const log = app.log;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: config.BODY_LIMIT_BYTES });
+  const callers = new SocketCallers({ credentials: opts.credentials, databaseDown: opts.databaseDown, log });
+  const caps = subscriptionCaps(config);
+
+  const server = useServer<Record<string, unknown>, { conn: Connection }>(
+    {
+      schema: execution.schema,
+      async onConnect(ctx) {
+        const extra = ctx.extra as WsExtra;
+        const caller = await callers.connect(extra.socket, ctx.connectionParams, extra.request);
+        if (!caller) return false;
+        const conn: Connection = { caller, connectionId: randomUUID(), subscriptions: new Set(), keyId: caller.principal.keyId };
+        extra.conn = conn;
+        // graphql-ws returns every open subscription on close; their places under the caps go now.
+        extra.socket.once('close', () => {
+          for (const id of [...conn.subscriptions]) caps.release(conn, id);
+        });
+        return true;
+      },
+      async onSubscribe(ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> {
+        const conn = (ctx.extra as WsExtra).conn!;
+        const caller = conn.caller!;
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query, { maxTokens: execution.maxTokens });
+        } catch (err) {
+          return [clientError(err instanceof GraphQLError ? err.message : 'Syntax error')];
+        }
+        const errors = validate(execution.schema, document, execution.socketRules);
+        if (errors.length) return errors.map((e) => clientError(e.message));
+        const operation = getOperationAST(document, payload.operationName);
+        if (!operation) return [clientError('Unable to identify the operation to run')];
+        // Every operation is a request of its own, as over HTTP: the credential is checked again (a
+        // deletion not yet announced, an expiry) and the per-key rate limit counts it.
+        const refused = await caller.recheck();
+        if (refused) return [requestError(refused)];
+        if (operation.operation === 'subscription') {
+          const over = caps.take(conn, id);
+          if (over) return [requestError(over)];
+        }
+        caller.active++;
+        const request = (ctx.extra as WsExtra).request;
+        return {
+          schema: execution.schema,
+          document,
+          operationName: payload.operationName,
+          variableValues: payload.variables,
+          contextValue: createContext({
+            services,
+            principal: caller.principal,
+            requestId: `${conn.connectionId}/${id}`,
+            urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: isEncrypted(request) ? 'https' : 'http' }) },
+            signal: caller.signal,
+            ip: request.socket.remoteAddress ?? null,
+          }),
+        };
+      },
+      onNext(_ctx, _id, _payload, args, result) {
+        return formatResult(result as ExecutionResult, (args.contextValue as GraphQLContext).requestId, execution.formatError, log);
+      },
+      onError(ctx, id, _payload, errors) {
+        const requestId = `${(ctx.extra as WsExtra).conn?.connectionId}/${id}`;
+        return errors.map((e) => formatAndLog(e, requestId, execution.formatError, log));
+      },
+      onComplete(ctx, id) {
+        const conn = (ctx.extra as WsExtra).conn;
+        if (!conn?.caller) return;
+        conn.caller.active = Math.max(0, conn.caller.active - 1);
+        caps.release(conn, id);
+      },
+    },
+    wss,
+  );
+
+  // Refused upgrades answer in the contract's shape, as every HTTP error does.
+  wss.on('wsClientError', (err: Error, socket: Duplex) => refuseConnection(socket, new AppError('malformed_request', { message: `Invalid WebSocket handshake: ${err.message}` }), log));
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refusal = upgradeRefusal(req, { path: opts.path, hostAllowed: opts.hostAllowed, databaseDown: opts.databaseDown });
+    if (refusal) return refuseConnection(socket, refusal, log);
+    wss.handleUpgrade(req, socket, head, (client) => wss.emit('connection', client, req));
+  };
+  app.server.on('upgrade', onUpgrade);
+
+  return {
+    async close() {
+      callers.dispose();
+      app.server.off('upgrade', onUpgrade);
+      await server.dispose();
+    },
+  };
+}
+
+function requestError(err: AppError): GraphQLError {
+  return new GraphQLError(err.message, { originalError: err });
+}
+
+function clientError(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+function formatAndLog(error: GraphQLError, requestId: string, formatError: ErrorFormatter, log: FastifyBaseLogger) {
+  if (isMaskedError(error)) log.error({ err: error.originalError ?? error, requestId }, 'graphql-ws: masked internal error');
+  return formatError(error.toJSON(), error);
+}
+
+function formatResult(result: ExecutionResult, requestId: string, formatError: ErrorFormatter, log: FastifyBaseLogger) {
+  if (!result.errors?.length) return result;
+  return { ...result, errors: result.errors.map((e) => formatAndLog(e, requestId, formatError, log)) } as unknown as ExecutionResult;
+}
+
+function isEncrypted(req: IncomingMessage): boolean {
+  return Boolean((req.socket as { encrypted?: boolean }).encrypted);
+}

@@ -1,0 +1,17 @@
+import { hostname } from 'node:os';
+import type { ClientTokens } from '../../domain/client-tokens/service.js';
+import type { RouteModule } from './types.js';
+
+/**
+ * Client tokens for browser apps: `POST /api/client-tokens`, called with an API key by the app's own
+ * backend. Minting costs nothing and is audited with the key, the origins and the caller's address.
+ */
+const clientTokenRoutes: RouteModule<{ tokens: Pick<ClientTokens, 'mint'>; host?: string }> = async (app, { tokens, host = hostname() }) => {
+  app.post('/api/client-tokens', { config: { auth: 'apiKey' } }, async (request, reply) => {
+    const principal = request.principal!;
+    const minted = await tokens.mint(principal, request.body, { actor: `key:${principal.keyId}`, ip: request.ip, host });
+    return reply.code(201).header('cache-control', 'no-store').send(minted);
+  });
+};
+
+export default clientTokenRoutes;
