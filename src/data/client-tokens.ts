@@ -8,7 +8,8 @@ import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
 interface ClientTokenDoc {
   _id: Types.ObjectId;
   accountId: Types.ObjectId;
-  keyId: Types.ObjectId;
+  keyId: Types.ObjectId | null;
+  userId: Types.ObjectId | null;
   hash: string;
   origins: string[];
   scopes: ClientScope[];
@@ -22,7 +23,8 @@ interface ClientTokenDoc {
 const schema = new Schema<ClientTokenDoc>(
   {
     accountId: { type: Schema.Types.ObjectId, required: true },
-    keyId: { type: Schema.Types.ObjectId, required: true },
+    keyId: { type: Schema.Types.ObjectId, default: null },
+    userId: { type: Schema.Types.ObjectId, default: null },
     hash: { type: String, required: true },
     origins: { type: [String], required: true },
     scopes: { type: [String], required: true },
@@ -53,9 +55,11 @@ export class MongoClientTokenStore implements ClientTokenStore {
 
   async insert(token: Omit<ClientTokenRecord, 'id'>): Promise<ClientTokenRecord> {
     const accountId = toObjectId(token.accountId);
-    const keyId = toObjectId(token.keyId);
-    if (!accountId || !keyId) throw new Error('client token: account and key ids must be ObjectIds');
-    const doc: ClientTokenDoc = { _id: new Types.ObjectId(), ...token, accountId, keyId, origins: [...token.origins], scopes: [...token.scopes], spent: 0 };
+    const keyId = token.keyId === null ? null : toObjectId(token.keyId);
+    const userId = token.userId === null ? null : toObjectId(token.userId);
+    // Exactly one of key and user: a token acts for the key that minted it, or for a console user.
+    if (!accountId || (keyId === null) === (userId === null)) throw new Error('client token: an account id and either a key id or a user id (ObjectIds)');
+    const doc: ClientTokenDoc = { _id: new Types.ObjectId(), ...token, accountId, keyId, userId, origins: [...token.origins], scopes: [...token.scopes], spent: 0 };
     await this.collection.insertOne(doc);
     return toRecord(doc);
   }
@@ -83,7 +87,8 @@ function toRecord(doc: Omit<ClientTokenDoc, 'spent'>): ClientTokenRecord {
   return {
     id: doc._id.toHexString(),
     accountId: doc.accountId.toHexString(),
-    keyId: doc.keyId.toHexString(),
+    keyId: doc.keyId?.toHexString() ?? null,
+    userId: doc.userId?.toHexString() ?? null,
     hash: doc.hash,
     origins: doc.origins,
     scopes: doc.scopes,

@@ -9,14 +9,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
-import type { KeyPrincipal } from '../domain/principal.js';
+import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
 import { originVerdict } from './csrf.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The API key's (or client token's) caller, on routes with `auth: 'apiKey' | 'apiKeyOrToken'`. */
-    principal: KeyPrincipal | null;
+    principal: Principal | null;
     /** The signed-in console user, on routes with `auth: 'session'` (or 'optional-session'). */
     consoleCaller: ConsoleCaller | null;
   }

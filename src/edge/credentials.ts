@@ -8,13 +8,13 @@ import { bearerToken } from '../domain/client-tokens/format.js';
 import type { TokenCheck } from '../domain/client-tokens/service.js';
 import { AppError } from '../domain/errors.js';
 import type { KeyAuthenticator } from '../domain/ports.js';
-import type { KeyPrincipal } from '../domain/principal.js';
+import type { KeyPrincipal, Principal } from '../domain/principal.js';
 
 export interface Credentials {
   /** REST: an API key, or the contract's 401s. */
   apiKey(authorization: string | undefined): Promise<KeyPrincipal>;
   /** `/graphql`: an API key, or a client token whose origins include `origin` (the request's Origin). */
-  graphql(authorization: string | undefined, origin: string | undefined): Promise<KeyPrincipal>;
+  graphql(authorization: string | undefined, origin: string | undefined): Promise<Principal>;
   /** Called with the key id whenever a key is deleted, on any instance (its tokens end with it). */
   onRevoked(listener: (keyId: string) => void): () => void;
 }
@@ -32,7 +32,8 @@ export function createCredentials(deps: { keys: KeyAuthenticator; tokens?: Token
       if (token === undefined) return keys.authenticate(authorization);
       const check = await tokens!.verify(token, origin);
       if (!check.ok) throw new AppError(check.reason);
-      await keys.admit(check.principal.keyId);
+      // A key's tokens count against its rate limit; the console's own tokens have no key.
+      if (check.principal.keyId !== null) await keys.admit(check.principal.keyId);
       return check.principal;
     },
     onRevoked: (listener) => keys.onRevoked(listener),

@@ -11,7 +11,7 @@ import { CloseCode } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import { AppError } from '../domain/errors.js';
 import type { Logger } from '../domain/logger.js';
-import type { KeyPrincipal } from '../domain/principal.js';
+import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
 import { databaseUnavailable } from './database.js';
 import { toAppError } from './errors.js';
@@ -43,7 +43,7 @@ export function closeFor(err: AppError): { code: number; reason: string } {
 
 /** The caller of one connection. */
 export interface SocketCaller {
-  readonly principal: KeyPrincipal;
+  readonly principal: Principal;
   /** Aborted, with the AppError as reason, when the credential ends (key deleted, token expired). */
   readonly signal: AbortSignal;
   /** For each operation: undefined while the credential holds, else the refusal (nothing runs). */
@@ -56,7 +56,7 @@ export interface SocketCaller {
 const ENDING_GRACE_MS = 200;
 
 export class SocketCallers {
-  /** Key id → the connections it opened, directly or through its client tokens. */
+  /** Key id → the connections it opened, directly or through its client tokens (console tokens have none). */
   private readonly byKey = new Map<string, Set<() => void>>();
   private readonly unsubscribe: () => void;
 
@@ -76,14 +76,14 @@ export class SocketCallers {
     const given = connectionParams?.Authorization ?? connectionParams?.authorization;
     const authorization = typeof given === 'string' ? given : undefined;
     const origin = request.headers.origin;
-    const authenticate = async (): Promise<KeyPrincipal> => {
+    const authenticate = async (): Promise<Principal> => {
       if (this.deps.databaseDown()) throw databaseUnavailable();
       const principal = await this.deps.credentials.graphql(authorization, origin);
       // A page's socket is not bound by CORS: an API key from a browser is refused outright.
       if (!principal.token && origin !== undefined) throw new AppError('api_key_in_browser');
       return principal;
     };
-    let principal: KeyPrincipal;
+    let principal: Principal;
     try {
       principal = await authenticate();
     } catch (err) {
@@ -120,12 +120,16 @@ export class SocketCallers {
     };
     const revoked = () => end(new AppError(principal.token ? 'invalid_client_token' : 'invalid_api_key'));
     const keyId = principal.keyId;
-    let set = this.byKey.get(keyId);
-    if (!set) this.byKey.set(keyId, (set = new Set()));
-    set.add(revoked);
+    let set: Set<() => void> | undefined;
+    if (keyId !== null) {
+      set = this.byKey.get(keyId);
+      if (!set) this.byKey.set(keyId, (set = new Set()));
+      set.add(revoked);
+    }
     const expiry = principal.token ? expiryTimer(principal.token.expiresAt, () => end(new AppError('client_token_expired'))) : undefined;
     socket.once('close', () => {
       clearTimeout(expiry);
+      if (!set || keyId === null) return;
       set.delete(revoked);
       if (set.size === 0 && this.byKey.get(keyId) === set) this.byKey.delete(keyId);
     });

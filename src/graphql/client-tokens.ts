@@ -52,9 +52,7 @@ export class ClientTokenResolver {
   ): Promise<ClientTokenType> {
     const tokens = ctx.services.tokens;
     if (!tokens) throw new AppError('route_not_found');
-    const { keyId } = ctx.principal;
-    if (keyId === null) throw new AppError('api_key_required');
-    return tokens.mint({ ...ctx.principal, keyId }, { origins, scopes, ttlSeconds, maxCredits }, { actor: `key:${keyId}`, ip: ctx.ip, host: HOST });
+    return tokens.mint(ctx.principal, { origins, scopes, ttlSeconds, maxCredits }, { actor: `key:${ctx.principal.keyId}`, ip: ctx.ip, host: HOST });
   }
 }
 

@@ -4,8 +4,10 @@ import type { ClientScope } from './scopes.js';
 export interface ClientTokenRecord {
   id: string;
   accountId: string;
-  /** The API key that minted it: deleting that key ends the token. */
-  keyId: string;
+  /** The API key that minted it: deleting that key ends the token. Null for the console's own tokens. */
+  keyId: string | null;
+  /** The console user a console token (the explorer's) was minted for; null for tokens of a key. */
+  userId: string | null;
   /** SHA-256 (hex) of the token; the token itself is never stored. */
   hash: string;
   origins: readonly string[];

@@ -1,6 +1,6 @@
 import { AppError, invalid } from '../errors.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
-import type { KeyPrincipal } from '../principal.js';
+import type { Principal } from '../principal.js';
 import { generateToken, hashToken, isWellFormedToken } from './format.js';
 import type { ClientTokenRecord, ClientTokenStore } from './records.js';
 import { CLIENT_SCOPES, isClientScope, type ClientScope } from './scopes.js';
@@ -19,7 +19,7 @@ export interface MintedToken {
 
 /** Expected outcomes of checking a token are values; the edge turns a refusal into the contract's error. */
 export type TokenCheck =
-  | { ok: true; principal: KeyPrincipal }
+  | { ok: true; principal: Principal }
   | { ok: false; reason: 'invalid_client_token' | 'client_token_expired' | 'origin_not_allowed' };
 
 export interface ClientTokenDeps {
@@ -43,15 +43,30 @@ export class ClientTokens {
     this.now = deps.now ?? (() => new Date());
   }
 
-  async mint(principal: KeyPrincipal, input: unknown, actor: AuditActor): Promise<MintedToken> {
-    if (principal.token) throw new AppError('api_key_required');
-    const request = parseMintRequest(input);
+  /** An API key's mint (REST and GraphQL): a client token or a console user cannot mint this way. */
+  async mint(principal: Principal, input: unknown, actor: AuditActor): Promise<MintedToken> {
+    if (principal.token || principal.keyId === null) throw new AppError('api_key_required');
+    return this.create(principal, parseMintRequest(input), actor);
+  }
+
+  /**
+   * The console's own token (the explorer's): for a signed-in user, bound to the console's origin,
+   * every scope, 15 minutes; the page mints a new one whenever it loads. No key minted it, so no key's
+   * deletion ends it: its short life does.
+   */
+  async mintForConsole(caller: { accountId: string; userId: string }, origin: string, actor: AuditActor): Promise<MintedToken> {
+    if (!isExactOrigin(origin)) throw invalid('origin', 'origin must be a web origin');
+    return this.create({ accountId: caller.accountId, keyId: null, userId: caller.userId }, { origins: [origin], scopes: [...CLIENT_SCOPES], ttlSeconds: TOKEN_TTL.default, maxCredits: null }, actor);
+  }
+
+  private async create(principal: Principal, request: MintRequest, actor: AuditActor): Promise<MintedToken> {
     const token = generateToken();
     const createdAt = this.now();
     const expiresAt = new Date(createdAt.getTime() + request.ttlSeconds * 1000);
     const record = await this.deps.store.insert({
       accountId: principal.accountId,
       keyId: principal.keyId,
+      userId: principal.keyId === null ? (principal.userId ?? null) : null,
       hash: hashToken(token),
       origins: request.origins,
       scopes: request.scopes,
@@ -79,13 +94,14 @@ export class ClientTokens {
     const record = this.cache.get(hash) ?? (await this.load(hash));
     if (!record) return { ok: false, reason: 'invalid_client_token' };
     if (record.expiresAt.getTime() <= this.now().getTime()) return { ok: false, reason: 'client_token_expired' };
-    if (!(await this.deps.keyActive(record.keyId))) return { ok: false, reason: 'invalid_client_token' };
+    if (record.keyId !== null && !(await this.deps.keyActive(record.keyId))) return { ok: false, reason: 'invalid_client_token' };
     if (origin === undefined || !record.origins.includes(origin)) return { ok: false, reason: 'origin_not_allowed' };
     return {
       ok: true,
       principal: {
         accountId: record.accountId,
         keyId: record.keyId,
+        ...(record.userId ? { userId: record.userId } : {}),
         token: { tokenId: record.id, origins: record.origins, scopes: record.scopes, maxCredits: record.maxCredits, expiresAt: record.expiresAt },
       },
     };

@@ -57,7 +57,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         const extra = ctx.extra as WsExtra;
         const caller = await callers.connect(extra.socket, ctx.connectionParams, extra.request);
         if (!caller) return false;
-        const conn: Connection = { caller, connectionId: randomUUID(), subscriptions: new Set(), keyId: caller.principal.keyId };
+        const conn: Connection = { caller, connectionId: randomUUID(), subscriptions: new Set(), keyId: capsKeyOf(caller.principal) };
         extra.conn = conn;
         // graphql-ws returns every open subscription on close; their places under the caps go now.
         extra.socket.once('close', () => {
@@ -136,6 +136,11 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
       await server.dispose();
     },
   };
+}
+
+/** Whose caps a connection counts against: its key's, or (console tokens) its user's. */
+function capsKeyOf(principal: { keyId: string | null; userId?: string }): string {
+  return principal.keyId ?? `console:${principal.userId ?? ''}`;
 }
 
 function requestError(err: AppError): GraphQLError {
