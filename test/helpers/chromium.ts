@@ -1,0 +1,49 @@
+/**
+ * Debian's Chromium for browser tests, driven by playwright-core (no browser is ever downloaded).
+ * CHROMIUM_PATH (default /usr/bin/chromium) must exist and start; when it does not, a test file skips
+ * with one line saying why, unless REQUIRE_BROWSER_TESTS=1 (CI), which turns the skip into a failure.
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+import { describe, it } from 'vitest';
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const REQUIRED = process.env.REQUIRE_BROWSER_TESTS === '1';
+/** Far beyond any normal wait: browser tests share a busy 2-core machine with other test files. */
+export const SLOW_MS = 60_000;
+const HOW_TO_ENABLE = 'install it (apt-get install -y chromium) or set CHROMIUM_PATH to a Chromium or Chrome executable';
+
+export type Launched = { browser: Browser; reason?: undefined } | { browser?: undefined; reason: string };
+
+export async function launchChromium(): Promise<Launched> {
+  if (!existsSync(CHROMIUM_PATH)) return { reason: `no Chromium at ${CHROMIUM_PATH}` };
+  try {
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM_PATH,
+      // Without the background-networking flags Chromium keeps calling Google's hosts, refused here.
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      timeout: SLOW_MS,
+    });
+    return { browser };
+  } catch (err) {
+    return { reason: `Chromium at ${CHROMIUM_PATH} did not start (${String((err as Error).message).split('\n')[0]})` };
+  }
+}
+
+/**
+ * Call at the top of a browser test file (after launching): prints why the file skips, or fails it
+ * under REQUIRE_BROWSER_TESTS=1. Returns true when the tests can run.
+ */
+export function reportBrowser(launched: Launched, what: string): boolean {
+  if (!launched.reason) return true;
+  if (!REQUIRED) {
+    console.log(`[${what}] skipped: ${launched.reason}; to run them, ${HOW_TO_ENABLE} (REQUIRE_BROWSER_TESTS=1 makes this a failure).`);
+    return false;
+  }
+  describe(`${what} (REQUIRE_BROWSER_TESTS=1)`, () => {
+    it('has a browser to run in', () => {
+      throw new Error(`REQUIRE_BROWSER_TESTS=1 but ${launched.reason}: ${HOW_TO_ENABLE}.`);
+    });
+  });
+  return false;
+}
