@@ -128,13 +128,19 @@ function reasonOf(formatted: GraphQLFormattedError, code: string): ErrorCode | u
 }
 
 /**
- * A request error of graphql-js (GraphQL spec 7.1.2): no path, no code, nothing thrown behind it. The
- * WebSocket door executes with graphql-js directly (no Apollo to code them), so a missing variable or
- * an unknown operation name arrives this way; resolver faults always carry a path.
+ * A request error of graphql-js (GraphQL spec 7.1.2): no path, no code, and nothing but GraphQL errors
+ * behind it (a variable's coercion error wraps the scalar's own). The WebSocket door executes with
+ * graphql-js directly (no Apollo to code them), so a missing or mistyped variable arrives this way;
+ * resolver faults always carry a path, and a thrown non-GraphQL error stays a fault.
  */
 function isRequestError(formatted: GraphQLFormattedError, error: unknown): boolean {
-  const e = error as { name?: unknown; originalError?: unknown } | null | undefined;
-  return e?.name === 'GraphQLError' && e.originalError == null && !formatted.path && formatted.extensions?.code === undefined;
+  if (formatted.path || formatted.extensions?.code !== undefined) return false;
+  let e = error as { name?: unknown; originalError?: unknown } | null | undefined;
+  for (let depth = 0; depth < 4 && e; depth++) {
+    if (e.name !== 'GraphQLError') return false;
+    e = e.originalError as typeof e;
+  }
+  return !e;
 }
 
 function withPlace(base: GraphQLFormattedError, formatted: GraphQLFormattedError): GraphQLFormattedError {
