@@ -56,6 +56,12 @@ export const ERROR_CATALOG = {
     retryable: false,
   },
   invalid_request: { httpStatus: 400, graphqlCode: 'BAD_USER_INPUT', message: 'Invalid request', retryable: false },
+  invalid_graphql: {
+    httpStatus: 400,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Invalid GraphQL request',
+    retryable: false,
+  },
   invalid_json: {
     httpStatus: 400,
     graphqlCode: 'BAD_USER_INPUT',

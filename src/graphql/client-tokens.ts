@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
-import { Arg, Ctx, Field, GraphQLISODateTime, Int, Mutation, ObjectType, Resolver, registerEnumType } from 'type-graphql';
+import { Arg, Ctx, Field, Int, Mutation, ObjectType, Resolver, registerEnumType } from 'type-graphql';
 import { AppError } from '../domain/errors.js';
 import { CLIENT_SCOPES, type ClientScope } from '../domain/client-tokens/scopes.js';
 import { MAX_TOKEN_ORIGINS, TOKEN_TTL } from '../domain/client-tokens/service.js';
 import type { GraphQLContext } from './context.js';
+import { DateTimeScalar } from './types.js';
 
 export const ClientScopeEnum = Object.fromEntries(CLIENT_SCOPES.map((s) => [s, s])) as { [K in ClientScope]: K };
 registerEnumType(ClientScopeEnum, {
@@ -21,7 +22,7 @@ export class ClientTokenType {
   @Field(() => String, { description: 'The token (`wi_tok_` + 64 hex characters). Shown once; only a hash is stored.' })
   token!: string;
 
-  @Field(() => GraphQLISODateTime, { description: 'When the token stops working (UNAUTHENTICATED, `client_token_expired`).' })
+  @Field(() => DateTimeScalar, { description: 'When the token stops working (UNAUTHENTICATED, `client_token_expired`).' })
   expiresAt!: Date;
 
   @Field(() => [String], { description: 'The web origins the token may be used from (the request\'s `Origin`).' })

@@ -1,12 +1,14 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import { AppError, ERROR_CATALOG } from '../domain/errors.js';
+import { AppError, ERROR_CATALOG, type ErrorCode } from '../domain/errors.js';
 import { knownAppError } from '../edge/errors.js';
 
 /**
- * The GraphQL edge of the error catalog. An AppError becomes its catalog text and `extensions.code`
- * (the same texts as REST); errors about the document or the request itself (parse, validation,
- * variables, CSRF, limits) are the client's: BAD_USER_INPUT with their message; anything else is a
- * fault, masked as INTERNAL_SERVER_ERROR and logged with the request id by the caller.
+ * The GraphQL edge of the error catalog. An AppError becomes its catalog text, `extensions.code` and
+ * `extensions.reason` (the REST `code` of the same condition, so clients tell conditions apart without
+ * reading `message`); errors about the document or the request itself (parse, validation, variables,
+ * CSRF, limits) are the client's: BAD_USER_INPUT, reason `invalid_graphql`, with graphql-js' message;
+ * anything else is a fault, masked as INTERNAL_SERVER_ERROR (`internal_error`) and logged with the
+ * request id by the caller.
  */
 
 /** Codes that graphql-js, Apollo Server and graphql-armor give errors the client caused. */
@@ -24,8 +26,11 @@ const CLIENT_ERROR_CODES: ReadonlySet<string> = new Set([
 
 const INTERNAL: GraphQLFormattedError = {
   message: ERROR_CATALOG.internal_error.message,
-  extensions: { code: ERROR_CATALOG.internal_error.graphqlCode },
+  extensions: { code: ERROR_CATALOG.internal_error.graphqlCode, reason: 'internal_error' satisfies ErrorCode },
 };
+
+/** The reason of every error about the document, the variables or the HTTP request of an operation. */
+const CLIENT_REASON: ErrorCode = 'invalid_graphql';
 
 /**
  * The AppError behind a GraphQL error (resolver errors are wrapped once, sometimes twice). Walks
@@ -60,6 +65,7 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
         message: app.message,
         extensions: {
           code: app.spec.graphqlCode,
+          reason: app.code,
           ...(app.field ? { field: app.field } : {}),
           ...(app.retryAfter !== undefined ? { retryAfter: app.retryAfter } : {}),
         },
@@ -69,9 +75,12 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   }
   // Only graphql-js, Apollo Server and graphql-armor set these codes, and only for the client's mistakes.
   const code = formatted.extensions?.code;
-  if (typeof code === 'string' && (CLIENT_ERROR_CODES.has(code) || isContractCode(code))) {
-    const mapped = CLIENT_ERROR_CODES.has(code) ? 'BAD_USER_INPUT' : code;
-    return { message: formatted.message, locations: formatted.locations, path: formatted.path, extensions: { code: mapped } };
+  if ((typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) || isRequestError(formatted, error)) {
+    return withPlace({ message: formatted.message, extensions: { code: 'BAD_USER_INPUT', reason: reasonOf(formatted, 'BAD_USER_INPUT') ?? CLIENT_REASON } }, formatted);
+  }
+  if (typeof code === 'string' && isContractCode(code)) {
+    const reason = reasonOf(formatted, code);
+    return withPlace({ message: formatted.message, extensions: { code, ...(reason ? { reason } : {}) } }, formatted);
   }
   return withPlace(INTERNAL, formatted);
 }
@@ -107,6 +116,38 @@ export function toRequestError(err: AppError): GraphQLError {
 function isContractCode(code: string): boolean {
   return Object.values(ERROR_CATALOG).some((row) => row.graphqlCode === code && code !== 'INTERNAL_SERVER_ERROR');
 }
+
+/**
+ * The catalog row of a coded error raised without an AppError behind it: the `reason` it names, or the
+ * row whose text it carries. Doors should raise AppErrors; this keeps a reason on the others.
+ */
+function reasonOf(formatted: GraphQLFormattedError, code: string): ErrorCode | undefined {
+  const rows = Object.entries(ERROR_CATALOG).filter(([, row]) => row.graphqlCode === code) as [ErrorCode, (typeof ERROR_CATALOG)[ErrorCode]][];
+  const named = formatted.extensions?.reason;
+  return (rows.find(([reason]) => reason === named) ?? rows.find(([, row]) => row.message === formatted.message))?.[0];
+}
+
+/**
+ * A request error of graphql-js (GraphQL spec 7.1.2): no path, no code, and nothing but GraphQL errors
+ * behind it (a variable's coercion error wraps the scalar's own). The WebSocket door executes with
+ * graphql-js directly (no Apollo to code them), so a missing or mistyped variable arrives this way;
+ * resolver faults always carry a path, and a thrown non-GraphQL error stays a fault.
+ */
+function isRequestError(formatted: GraphQLFormattedError, error: unknown): boolean {
+  if (formatted.path) return false;
+  // graphql-js stops coercing variables after 50 errors with this error of its own, which Apollo
+  // passes on as INTERNAL_SERVER_ERROR: the variables were the client's.
+  if (TOO_MANY_VARIABLE_ERRORS.test(formatted.message)) return true;
+  if (formatted.extensions?.code !== undefined) return false;
+  let e = error as { name?: unknown; originalError?: unknown } | null | undefined;
+  for (let depth = 0; depth < 4 && e; depth++) {
+    if (e.name !== 'GraphQLError') return false;
+    e = e.originalError as typeof e;
+  }
+  return !e;
+}
+
+const TOO_MANY_VARIABLE_ERRORS = /^Too many errors processing variables, error limit reached/;
 
 function withPlace(base: GraphQLFormattedError, formatted: GraphQLFormattedError): GraphQLFormattedError {
   return {

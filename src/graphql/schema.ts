@@ -1,11 +1,12 @@
 import 'reflect-metadata';
-import { printSchema, type GraphQLSchema } from 'graphql';
+import { GraphQLObjectType, GraphQLSchema, printSchema } from 'graphql';
 import { buildSchema, type AuthChecker, type PubSub } from 'type-graphql';
 import { allows, isClientScope } from '../domain/client-tokens/scopes.js';
 import { AppError } from '../domain/errors.js';
 import { ClientTokenResolver } from './client-tokens.js';
 import type { GraphQLContext } from './context.js';
 import { resolvers } from './resolvers.js';
+import { ROOT_TYPE_DESCRIPTIONS } from './types.js';
 
 /**
  * The schema, built code-first. Resolvers take their services from the per-operation context, so the
@@ -13,7 +14,29 @@ import { resolvers } from './resolvers.js';
  */
 export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
   // validate: false: arguments are validated by the domain services (same rules and texts as REST).
-  return buildSchema({ resolvers: [...resolvers, ClientTokenResolver], validate: false, pubSub: noTopics, authChecker: scopeChecker, authMode: 'error' });
+  return describeRootTypes(
+    await buildSchema({ resolvers: [...resolvers, ClientTokenResolver], validate: false, pubSub: noTopics, authChecker: scopeChecker, authMode: 'error' }),
+  );
+}
+
+/** type-graphql builds Query, Mutation and Subscription without a description; front-end tools show one. */
+function describeRootTypes(schema: GraphQLSchema): GraphQLSchema {
+  const config = schema.toConfig();
+  const roots = new Map(
+    Object.entries(ROOT_TYPE_DESCRIPTIONS).flatMap(([name, description]) => {
+      const type = schema.getType(name);
+      return type instanceof GraphQLObjectType ? [[type, new GraphQLObjectType({ ...type.toConfig(), description })] as const] : [];
+    }),
+  );
+  const described = <T>(type: T) => (type instanceof GraphQLObjectType ? (roots.get(type) ?? type) : type);
+  return new GraphQLSchema({
+    ...config,
+    query: described(config.query),
+    mutation: described(config.mutation),
+    subscription: described(config.subscription),
+    // In place, so that schema.graphql keeps its order.
+    types: config.types.map(described),
+  });
 }
 
 /**

@@ -1,99 +1,158 @@
+import { GraphQLScalarType } from 'graphql';
 import { Field, GraphQLISODateTime, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { IMAGE_STATUSES, JOB_STATUSES, type ImageStatus, type JobStatus } from '../domain/jobs/types.js';
 
 /**
  * GraphQL object types. Every decorator names its type explicitly: esbuild (tsx, vitest) emits no
  * decorator metadata. The fields mirror the REST bodies of the contract one for one; enum values are
- * the REST strings (`queued`, `succeeded`, …) so both doors speak the same words.
+ * the REST strings (`queued`, `succeeded`, …) so both doors speak the same words. Every type, field
+ * and enum value has a description: front-end tools (GraphiQL docs, codegen comments) show them.
  */
+
+/**
+ * Dates as codegen and browsers want them: an RFC 3339 string in UTC, with `@specifiedBy` so tools
+ * know the format, and `codegenScalarType` for code-first codegen (SDL users map it in their config).
+ * The wire format is type-graphql's own date scalar, which the gateway only ever outputs.
+ */
+export const DateTimeScalar = new GraphQLScalarType({
+  ...GraphQLISODateTime.toConfig(),
+  description:
+    'An instant as an ISO 8601 (RFC 3339) date-time string in UTC with milliseconds, e.g. `2026-01-31T09:30:00.000Z`. ' +
+    "Output only. In TypeScript it is a `string` (graphql-codegen: `scalars: { DateTimeISO: 'string' }`); parse it with `new Date(value)`.",
+  specifiedByURL: 'https://scalars.graphql.org/andimarek/date-time',
+  extensions: { codegenScalarType: 'string' },
+});
 
 const enumOf = <T extends string>(values: readonly T[]) =>
   Object.fromEntries(values.map((v) => [v, v])) as { [K in T]: K };
 
+/** One description per state: a state added to the domain fails to compile until it is described here. */
+const describedValues = <T extends string>(descriptions: Record<T, string>) =>
+  Object.fromEntries(Object.entries(descriptions).map(([value, description]) => [value, { description }])) as Record<T, { description: string }>;
+
 export const JobStatusEnum = enumOf<JobStatus>(JOB_STATUSES);
 registerEnumType(JobStatusEnum, {
   name: 'JobStatus',
-  description: 'queued → running → completed (at least one image succeeded) or failed (every image failed).',
+  description: 'State of an image job, the REST strings: queued → running → completed or failed.',
+  valuesConfig: describedValues<JobStatus>({
+    queued: 'Accepted and charged; no image has started yet.',
+    running: 'At least one image has started and not every image has reached a final state.',
+    completed: 'Final: every image reached a final state and at least one succeeded.',
+    failed: 'Final: every image failed (each failed image was refunded).',
+  }),
 });
 
 export const ImageStatusEnum = enumOf<ImageStatus>(IMAGE_STATUSES);
-registerEnumType(ImageStatusEnum, { name: 'ImageStatus' });
+registerEnumType(ImageStatusEnum, {
+  name: 'ImageStatus',
+  description: 'State of one image of a job, the REST strings: queued → running → succeeded or failed.',
+  valuesConfig: describedValues<ImageStatus>({
+    queued: 'Waiting for a worker.',
+    running: 'A worker is generating it.',
+    succeeded: 'Final: generated; `url` serves it.',
+    failed: 'Final: generation failed; `error` says why and its credit was refunded.',
+  }),
+});
 
-@ObjectType('JobImage', { description: 'One image of a job, in prompt order.' })
+/** Descriptions of the root types, which type-graphql builds without one (applied by schema.ts). */
+export const ROOT_TYPE_DESCRIPTIONS = {
+  Query: 'Reads: free of charge.',
+  Mutation: 'Operations that charge credits (see each one). Each accepts an `idempotencyKey` so that a retry is never charged twice.',
+  Subscription: 'Pushed results, over WebSocket only (graphql-transport-ws, the graphql-ws protocol) at /graphql.',
+} as const;
+
+@ObjectType('JobImage', {
+  description:
+    "One image of a job, in prompt order. It has no `id`: it only exists inside its Job, so client caches store it within the job's entry and replace the list whenever the job is written.",
+})
 export class JobImageType {
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Position of the prompt in the request, from 0.' })
   index!: number;
 
-  @Field(() => String)
+  @Field(() => String, { description: 'The prompt, trimmed.' })
   prompt!: string;
 
-  @Field(() => ImageStatusEnum)
+  @Field(() => ImageStatusEnum, { description: 'State of this image.' })
   status!: ImageStatus;
 
-  @Field(() => String, { nullable: true, description: 'Signed, expiring URL (no Authorization needed); null until the image succeeded.' })
+  @Field(() => String, {
+    nullable: true,
+    description: 'Signed, expiring URL of the image (fetch it with a plain GET, no Authorization; valid at least one hour); null until the image succeeded.',
+  })
   url!: string | null;
 
-  @Field(() => String, { nullable: true })
+  @Field(() => String, { nullable: true, description: 'Why the image failed; null unless it failed.' })
   error!: string | null;
 }
 
-@ObjectType('Job', { description: 'An image generation job: the same fields as GET /api/playground/images/{jobId}.' })
+@ObjectType('Job', {
+  description:
+    'An image generation job: the same fields as GET /api/playground/images/{jobId}. Normalised by client caches (Apollo Client, urql) by `__typename` and `id`: select `id` wherever a Job is selected.',
+})
 export class JobType {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The job id (a UUID v4), the same value as `jobId`: the cache key of Apollo Client and urql.' })
+  id!: string;
+
+  @Field(() => ID, { description: 'The job id (a UUID v4), as in REST. Kept for compatibility: `id` holds the same value and is the cache key.' })
   jobId!: string;
 
-  @Field(() => JobStatusEnum)
+  @Field(() => JobStatusEnum, { description: 'State of the job.' })
   status!: JobStatus;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Images in the job: one per prompt.' })
   totalImages!: number;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Images that succeeded so far.' })
   succeededImages!: number;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Images that failed so far (each refunded).' })
   failedImages!: number;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Credits charged when the job started: one per prompt.' })
   creditsUsed!: number;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Credits given back so far: one per failed image, each once.' })
   creditsRefunded!: number;
 
-  @Field(() => GraphQLISODateTime)
+  @Field(() => DateTimeScalar, { description: 'When the job was accepted.' })
   createdAt!: Date;
 
-  @Field(() => GraphQLISODateTime)
+  @Field(() => DateTimeScalar, { description: 'When the job or one of its images last changed.' })
   updatedAt!: Date;
 
-  @Field(() => GraphQLISODateTime, { nullable: true, description: 'Null until the job reached completed or failed.' })
+  @Field(() => DateTimeScalar, { nullable: true, description: 'When the job reached completed or failed; null until then.' })
   completedAt!: Date | null;
 
-  @Field(() => [JobImageType])
+  @Field(() => [JobImageType], { description: 'One entry per prompt, in prompt order.' })
   images!: JobImageType[];
 }
 
 @ObjectType('GenerateResult', { description: 'A started job. creditsUsed = totalImages = number of prompts.' })
 export class GenerateResultType {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The id of the created job (the same as `job.id`).' })
   jobId!: string;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Images in the job: one per prompt.' })
   totalImages!: number;
 
-  @Field(() => Int)
+  @Field(() => Int, { description: 'Credits charged: one per prompt.' })
   creditsUsed!: number;
 
   @Field(() => Int, { description: 'Balance after the deduction.' })
   credits!: number;
+
+  @Field(() => JobType, {
+    description: 'The created job, in its current state (queued, or further along when the request is a replay): select `id` to put it in the client cache.',
+  })
+  job!: JobType;
 }
 
-@ObjectType('LookupResult')
+@ObjectType('LookupResult', { description: 'A definition, charged one credit.' })
 export class LookupResultType {
   @Field(() => String, { description: 'The requested keyword, trimmed.' })
   keyword!: string;
 
-  @Field(() => String)
+  @Field(() => String, { description: "The definition; when the dictionary has none, a text that says so (still charged)." })
   definition!: string;
 
   @Field(() => Int, { description: 'Balance after the deduction.' })
@@ -101,15 +160,15 @@ export class LookupResultType {
 }
 
 /** The caller's account; `credits` is resolved through the per-operation balance loader. */
-@ObjectType('Account')
+@ObjectType('Account', { description: 'The account of the API key (or client token) making the request.' })
 export class AccountType {
-  @Field(() => ID)
+  @Field(() => ID, { description: 'The account id: the cache key of Apollo Client and urql.' })
   id!: string;
 }
 
-@ObjectType('PageInfo')
+@ObjectType('PageInfo', { description: 'Where a page of a list ends.' })
 export class PageInfoType {
-  @Field(() => Boolean)
+  @Field(() => Boolean, { description: 'True when there are more items after this page.' })
   hasNextPage!: boolean;
 
   @Field(() => String, { nullable: true, description: 'Pass as `after` to get the next page; null on the last page.' })
@@ -118,9 +177,9 @@ export class PageInfoType {
 
 @ObjectType('JobConnection', { description: "A page of the caller's jobs, newest first." })
 export class JobConnectionType {
-  @Field(() => [JobType])
+  @Field(() => [JobType], { description: 'The jobs of this page, newest first.' })
   nodes!: JobType[];
 
-  @Field(() => PageInfoType)
+  @Field(() => PageInfoType, { description: 'Whether more jobs follow, and the cursor to get them.' })
   pageInfo!: PageInfoType;
 }

@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * A browser app on another origin, as front-end teams build them: a real Apollo Client 4 bundle (no
  * typePolicies) with graphql-ws, served by its own backend on another port of 127.0.0.1, which mints

@@ -155,15 +155,15 @@ describe('GraphQL over HTTP', () => {
   });
 
   it('refuses the request with 401 and the contract text before anything runs', async () => {
-    const cases: [Record<string, string>, string][] = [
-      [{}, 'Missing or invalid Authorization header'],
-      [{ authorization: 'Bearer nope' }, 'Invalid API key format'],
-      [{ authorization: `Bearer wi_live_${'c'.repeat(64)}` }, 'Invalid API key'],
+    const cases: [Record<string, string>, string, string][] = [
+      [{}, 'Missing or invalid Authorization header', 'missing_authorization'],
+      [{ authorization: 'Bearer nope' }, 'Invalid API key format', 'invalid_api_key_format'],
+      [{ authorization: `Bearer wi_live_${'c'.repeat(64)}` }, 'Invalid API key', 'invalid_api_key'],
     ];
-    for (const [headers, message] of cases) {
+    for (const [headers, message, reason] of cases) {
       const res = await post({ query: '{ me { credits } }' }, headers);
       expect(res.status).toBe(401);
-      expect(res.body.errors).toEqual([{ message, extensions: { code: 'UNAUTHENTICATED' } }]);
+      expect(res.body.errors).toEqual([{ message, extensions: { code: 'UNAUTHENTICATED', reason } }]);
     }
   });
 
@@ -184,7 +184,7 @@ describe('GraphQL over HTTP', () => {
     try {
       const res = await post({ query: 'mutation { lookup(keyword: "cat") { keyword } }' });
       expect(res.status).toBe(200);
-      expect(res.body.errors).toEqual([{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' }, locations: expect.any(Array), path: ['lookup'] }]);
+      expect(res.body.errors).toEqual([{ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR', reason: 'internal_error' }, locations: expect.any(Array), path: ['lookup'] }]);
       expect(JSON.stringify(res.body)).not.toContain('secret');
       // The details are in the log, with the request id to find them by.
       const entry = logs.find((l) => l.err?.message === 'secret database detail');
@@ -237,7 +237,7 @@ describe('GraphQL over HTTP', () => {
   it('limits the body size with a GraphQL-shaped 413', async () => {
     const res = await post({ query: `{ me { credits } } # ${'x'.repeat(4000)}` });
     expect(res.status).toBe(413);
-    expect(res.body.errors[0]).toEqual({ message: 'Request body too large', extensions: { code: 'BAD_USER_INPUT' } });
+    expect(res.body.errors[0]).toEqual({ message: 'Request body too large', extensions: { code: 'BAD_USER_INPUT', reason: 'payload_too_large' } });
   });
 });
 
@@ -368,7 +368,7 @@ describe('GraphQL over WebSocket', () => {
         { next: resolve, error: reject, complete: () => undefined },
       );
     });
-    expect(result.errors).toEqual([expect.objectContaining({ message: 'Job not found', extensions: { code: 'NOT_FOUND' } })]);
+    expect(result.errors).toEqual([expect.objectContaining({ message: 'Job not found', extensions: { code: 'NOT_FOUND', reason: 'job_not_found' } })]);
   });
 
   it('ends the subscription when its key is deleted', async () => {
@@ -384,7 +384,7 @@ describe('GraphQL over WebSocket', () => {
     await until(() => seen.length === 1);
     keys.delete(KEY_B);
     const reason = await ended;
-    expect(reason).toEqual([expect.objectContaining({ message: 'Invalid API key', extensions: { code: 'UNAUTHENTICATED' } })]);
+    expect(reason).toEqual([expect.objectContaining({ message: 'Invalid API key', extensions: { code: 'UNAUTHENTICATED', reason: 'invalid_api_key' } })]);
     expect(events.listenerCount()).toBe(0);
   });
 });

@@ -107,7 +107,7 @@ describe('the same errors as REST', () => {
       const g = await gql('mutation { lookup(keyword: "cat") { credits } }', undefined, headers);
       expect(r.status).toBe(401);
       expect(g.status).toBe(401);
-      expect(g.body.errors).toEqual([{ message: r.body.error, extensions: { code: 'UNAUTHENTICATED' } }]);
+      expect(g.body.errors).toEqual([{ message: r.body.error, extensions: { code: 'UNAUTHENTICATED', reason: r.body.code } }]);
       texts.add(r.body.error);
     }
     expect([...texts].sort()).toEqual(['Invalid API key', 'Invalid API key format', 'Missing or invalid Authorization header']);
@@ -127,7 +127,7 @@ describe('the same errors as REST', () => {
       const r = await send('/api/playground/query', type, body);
       const g = await send('/graphql', type, body);
       expect([r.status, g.status]).toEqual([status, status]);
-      expect(g.body.errors).toEqual([{ message: r.body.error, extensions: { code: 'BAD_USER_INPUT' } }]);
+      expect(g.body.errors).toEqual([{ message: r.body.error, extensions: { code: 'BAD_USER_INPUT', reason: r.body.code } }]);
       // Check order: authentication comes first, whatever is wrong with the body.
       const anonymous = await fetch(`${t.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': type }, body });
       expect(anonymous.status).toBe(401);
@@ -140,7 +140,7 @@ describe('the same errors as REST', () => {
     const r = await rest('POST', '/api/playground/images', { prompts: ['a', 'b'] }, bearer(poor.key));
     const g = await gql('mutation { generate(prompts: ["a", "b"]) { jobId } }', undefined, bearer(poor.key));
     expect(r.status).toBe(402);
-    expect(g.body.errors).toEqual([expect.objectContaining({ message: r.body.error, extensions: { code: 'INSUFFICIENT_CREDITS' }, path: ['generate'] })]);
+    expect(g.body.errors).toEqual([expect.objectContaining({ message: r.body.error, extensions: { code: 'INSUFFICIENT_CREDITS', reason: r.body.code }, path: ['generate'] })]);
     expect(g.body.data).toBeNull();
     const me = await gql('{ me { credits } }', undefined, bearer(poor.key));
     expect(me.body.data.me.credits).toBe(1);
@@ -176,7 +176,7 @@ describe('the same errors as REST', () => {
       const r = await rest('GET', `/api/playground/images/${encodeURIComponent(id)}`);
       const g = await gql('query($id: ID!) { job(id: $id) { jobId } }', { id });
       expect(r.status).toBe(404);
-      expect(g.body.errors).toEqual([expect.objectContaining({ message: r.body.error, extensions: { code: 'NOT_FOUND' }, path: ['job'] })]);
+      expect(g.body.errors).toEqual([expect.objectContaining({ message: r.body.error, extensions: { code: 'NOT_FOUND', reason: r.body.code }, path: ['job'] })]);
     }
   });
 });
@@ -191,7 +191,7 @@ describe('SERVICES', () => {
       const restImages = await post('/api/playground/images', { prompts: ['a'] });
       const g = await post('/graphql', { query: 'mutation { generate(prompts: ["a"]) { jobId } }' });
       expect(restImages.status).toBe(404);
-      expect(g.body.errors).toEqual([expect.objectContaining({ message: restImages.body.error, extensions: { code: 'NOT_FOUND' } })]);
+      expect(g.body.errors).toEqual([expect.objectContaining({ message: restImages.body.error, extensions: { code: 'NOT_FOUND', reason: restImages.body.code } })]);
       const lookup = await post('/graphql', { query: 'mutation { lookup(keyword: "cat") { credits } }' });
       expect(lookup.body.data.lookup.credits).toBe(4);
     } finally {
@@ -211,7 +211,7 @@ describe('rate limit (RATE_LIMIT_PER_MINUTE)', () => {
       const refused = await ask();
       expect(refused.status).toBe(429);
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
-      expect(((await refused.json()) as any).errors).toEqual([{ message: 'Too many requests', extensions: { code: 'RATE_LIMITED', retryAfter: expect.any(Number) } }]);
+      expect(((await refused.json()) as any).errors).toEqual([{ message: 'Too many requests', extensions: { code: 'RATE_LIMITED', reason: 'rate_limited', retryAfter: expect.any(Number) } }]);
 
       const b = await limited.createAccountWithKey({ credits: 10 });
       const client = createClient({ url: `${limited.baseUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { Authorization: `Bearer ${b.key}` } });
@@ -346,7 +346,7 @@ describe('jobStatus over WebSocket', () => {
     await until(() => r.messages.length === 1);
     await t.services.keys.delete(victim.keyId, { actor: 'test', ip: '127.0.0.1', host: 'test-host' });
     const outcome = await r.done;
-    expect(outcome).toEqual([expect.objectContaining({ message: 'Invalid API key', extensions: { code: 'UNAUTHENTICATED' } })]);
+    expect(outcome).toEqual([expect.objectContaining({ message: 'Invalid API key', extensions: { code: 'UNAUTHENTICATED', reason: 'invalid_api_key' } })]);
   });
 
   it('100 concurrent subscribers to one job all receive its completion (one watcher)', async () => {

@@ -75,7 +75,7 @@ async function open(key: string): Promise<Socket> {
   return s;
 }
 
-const rateLimited = (text: RegExp) => ({ type: 'error', payload: [expect.objectContaining({ message: expect.stringMatching(text), extensions: { code: 'RATE_LIMITED' } })] });
+const rateLimited = (text: RegExp) => ({ type: 'error', payload: [expect.objectContaining({ message: expect.stringMatching(text), extensions: { code: 'RATE_LIMITED', reason: 'too_many_subscriptions' } })] });
 
 describe('subscription caps', () => {
   it('per socket: the third subscribe is refused, the socket stays usable, a completed one frees its place', async () => {
