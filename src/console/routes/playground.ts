@@ -3,6 +3,7 @@ import { translate } from '../../edge/errors.js';
 import type { BaseUrlOf } from '../../http/routes/types.js';
 import { watchJob } from '../../queue/job-watch.js';
 import { balanceOf, callerOf, pageContext, wantsJson } from '../context.js';
+import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { playgroundPage, type PlaygroundState } from '../views/playground.js';
 import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
@@ -17,8 +18,9 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
   const render = async (request: FastifyRequest, reply: FastifyReply, state: Omit<PlaygroundState, 'credits'>) =>
     sendHtml(reply, playgroundPage(pageContext(request, '/console/playground'), { credits: await balanceOf(s.credits, request), ...state }));
 
-  app.get<{ Querystring: { job?: string } }>('/playground', SESSION, async (request, reply) => {
-    const job = request.query.job ? await s.jobs.get(callerOf(request).principal, request.query.job, { baseUrl: s.baseUrlOf(request) }) : undefined;
+  app.get('/playground', SESSION, async (request, reply) => {
+    const id = queryParam(request, 'job');
+    const job = id ? await s.jobs.get(callerOf(request).principal, id, { baseUrl: s.baseUrlOf(request) }) : undefined;
     return render(request, reply, { job });
   });
 

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import { AppError } from '../../domain/errors.js';
+import { AppError, invalid } from '../../domain/errors.js';
 import { actorOf, callerOf, pageContext } from '../context.js';
+import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { sessionsPage } from '../views/sessions.js';
 import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
@@ -12,9 +13,10 @@ const sessionRoutes: ConsoleRoute<Pick<ConsoleServices, 'sessions' | 'signIn'> &
     return signIn.recordSessionsEnded(caller.principal.accountId, { ...actorOf(request, host), details: { userId: caller.principal.userId, count } });
   };
 
-  app.get<{ Querystring: { ended?: string } }>('/sessions', SESSION, async (request, reply) => {
+  app.get('/sessions', SESSION, async (request, reply) => {
     const caller = callerOf(request);
-    const notice = request.query.ended ? `Ended ${Number(request.query.ended) || 0} session${request.query.ended === '1' ? '' : 's'}.` : undefined;
+    const ended = endedParam(request);
+    const notice = ended === undefined ? undefined : `Ended ${ended} session${ended === 1 ? '' : 's'}.`;
     return sendHtml(reply, sessionsPage(pageContext(request), { sessions: await sessions.list(caller.principal.userId), currentId: caller.sessionId, notice }));
   });
 
@@ -35,3 +37,11 @@ const sessionRoutes: ConsoleRoute<Pick<ConsoleServices, 'sessions' | 'signIn'> &
 };
 
 export default sessionRoutes;
+
+/** `ended`, set by the redirects above: how many sessions an action ended (at most 100 are listed). */
+function endedParam(request: FastifyRequest): number | undefined {
+  const value = queryParam(request, 'ended');
+  if (value === undefined) return undefined;
+  if (!/^\d{1,6}$/.test(value)) throw invalid('ended', 'ended must be a whole number of sessions');
+  return Number(value);
+}
