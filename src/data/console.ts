@@ -88,7 +88,9 @@ export class MongoSessionStore implements SessionStore {
   }
 
   async touch(id: string, lastSeenAt: Date, expiresAt: Date): Promise<void> {
-    await this.collection.updateOne({ _id: id }, { $set: { lastSeenAt, expiresAt } });
+    // Only forward, and never for a session already expired: a late write from a slower request (or
+    // another instance) cannot move an expiry back, nor revive an idled-out session.
+    await this.collection.updateOne({ _id: id, lastSeenAt: { $lt: lastSeenAt }, expiresAt: { $gt: lastSeenAt } }, { $set: { lastSeenAt, expiresAt } });
   }
 
   async delete(id: string): Promise<SessionRecord | null> {

@@ -31,8 +31,14 @@ export interface SessionLimits {
   absoluteMs: number;
 }
 
-/** Activity moves a session's idle expiry at most this often (one write a minute, not one per page). */
-const TOUCH_EVERY_MS = 60_000;
+/**
+ * Activity moves a session's idle expiry at most once a minute (one write a minute, not one per page),
+ * and at most every quarter of the idle window when that is shorter: a request not written leaves an
+ * expiry at least three quarters of the window away, so activity always extends a session in time.
+ */
+export function touchInterval(idleMs: number): number {
+  return Math.min(60_000, Math.floor(idleMs / 4));
+}
 
 export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
@@ -44,9 +50,11 @@ export function hashToken(token: string): string {
  */
 export class SessionService implements SessionResolver {
   private readonly now: () => Date;
+  private readonly touchEveryMs: number;
 
   constructor(private readonly deps: { sessions: SessionStore; limits: SessionLimits; now?: () => Date }) {
     this.now = deps.now ?? (() => new Date());
+    this.touchEveryMs = touchInterval(deps.limits.idleMs);
   }
 
   /** A new session (a new id at every sign-in): returns the token for the cookie, shown nowhere else. */
@@ -80,7 +88,7 @@ export class SessionService implements SessionResolver {
       await this.deps.sessions.delete(session.id);
       return null;
     }
-    if (now.getTime() - session.lastSeenAt.getTime() >= TOUCH_EVERY_MS) {
+    if (now.getTime() - session.lastSeenAt.getTime() >= this.touchEveryMs) {
       await this.deps.sessions.touch(session.id, now, this.expiryAfter(now, session.absoluteExpiresAt));
     }
     return callerOf(session);

@@ -1,0 +1,25 @@
+/**
+ * The console's error and not-found handlers: the edge's translation, shaped for a person (an error
+ * page, or the sign-in page when the session is missing) or for a JSON client (the contract's body).
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '../domain/errors.js';
+import { errorBody, errorHeaders, translate } from '../edge/errors.js';
+import { wantsJson } from './context.js';
+import { errorPage, sendHtml } from './render.js';
+
+export function consoleErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const e = translate(err, request);
+  if (e.code === 'not_signed_in' && !wantsJson(request)) {
+    const next = request.method === 'GET' && request.url !== '/console' ? `?next=${encodeURIComponent(request.url)}` : '';
+    return reply.code(303).header('location', `/console/sign-in${next}`).send();
+  }
+  reply.code(e.httpStatus).headers(errorHeaders(e));
+  if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(errorBody(e, String(request.id)));
+  return sendHtml(reply, errorPage(request, e));
+}
+
+export function consoleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  reply.code(404);
+  return wantsJson(request) ? reply.send(errorBody(new AppError('route_not_found'), String(request.id))) : sendHtml(reply, errorPage(request, new AppError('route_not_found')));
+}

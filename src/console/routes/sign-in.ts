@@ -1,0 +1,61 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sessionCookieName } from '../../edge/auth.js';
+import { clientMeta } from '../context.js';
+import { issueFormToken } from '../form-token.js';
+import { sendHtml } from '../render.js';
+import { signInPage } from '../views/signin.js';
+import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+
+/** Sign in (GET the form, POST it) and sign out: the only console doors open without a session. */
+const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> = async (app, s) => {
+  app.get<{ Querystring: { next?: string } }>('/sign-in', OPTIONAL_SESSION, async (request, reply) => {
+    if (request.consoleCaller) return reply.code(303).header('location', safeNext(request.query.next)).send();
+    return sendHtml(reply, signInPage({ formToken: issueFormToken(reply), next: safeNext(request.query.next, '') }));
+  });
+
+  app.post<{ Body: { email?: unknown; password?: unknown; next?: unknown } }>('/sign-in', OPTIONAL_SESSION, async (request, reply) => {
+    const body = request.body ?? {};
+    const result = await s.signIn.signIn(body.email, body.password, clientMeta(request));
+    const email = typeof body.email === 'string' ? body.email.slice(0, 254) : '';
+    if (!result.ok) {
+      if (result.reason === 'throttled') {
+        reply.code(429).header('retry-after', String(result.retryAfterSeconds));
+        const minutes = Math.ceil(result.retryAfterSeconds / 60);
+        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply) }));
+      }
+      reply.code(401);
+      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply) }));
+    }
+    // A fresh session id at every sign-in; any session this browser had before is ended.
+    const previous = app.parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
+    if (previous) await s.sessions.end(previous);
+    setSessionCookie(reply, request, result.token);
+    return reply.code(303).header('location', safeNext(typeof body.next === 'string' ? body.next : undefined)).send();
+  });
+
+  app.post('/sign-out', OPTIONAL_SESSION, async (request, reply) => {
+    const token = app.parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
+    if (token) await s.signIn.signOut(token, clientMeta(request));
+    clearSessionCookie(reply, request);
+    return reply.code(303).header('location', '/console/sign-in').send();
+  });
+};
+
+export default signInRoutes;
+
+function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
+  reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), token, cookieOptions(request)));
+}
+
+function clearSessionCookie(reply: FastifyReply, request: FastifyRequest): void {
+  reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), '', { ...cookieOptions(request), maxAge: 0 }));
+}
+
+function cookieOptions(request: FastifyRequest) {
+  return { httpOnly: true, sameSite: 'strict' as const, path: '/', secure: request.protocol === 'https' };
+}
+
+/** Only console paths: a `next` parameter never sends anyone to another site. */
+function safeNext(next: string | undefined, fallback = '/console'): string {
+  return typeof next === 'string' && /^\/console(\/[\w\-./?=&%]*)?$/.test(next) && !next.includes('//') ? next : fallback;
+}

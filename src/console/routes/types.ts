@@ -1,0 +1,31 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { AuditLog } from '../../domain/audit/service.js';
+import type { SessionService } from '../../domain/console/sessions.js';
+import type { SignInService } from '../../domain/console/signin.js';
+import type { CreditService } from '../../domain/credits/service.js';
+import type { KeyManager } from '../../domain/keys/index.js';
+import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
+import type { UsageService } from '../../domain/usage/service.js';
+import type { JobEvents } from '../../queue/job-events.js';
+
+/** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
+export interface ConsoleServices {
+  definitions: DefinitionService;
+  jobs: ImageJobService;
+  keys: KeyManager;
+  credits: Pick<CreditService, 'getAccount'>;
+  audit: AuditLog;
+  usage: Pick<UsageService, 'forAccount'>;
+  jobEvents: JobEvents;
+  sessions: SessionService;
+  signIn: SignInService;
+}
+
+/** A console section: a Fastify plugin, registered under /console, given only what its routes call. */
+export type ConsoleRoute<Deps extends object> = FastifyPluginAsync<Deps>;
+
+/** Route options of a page or action that needs a signed-in session. */
+export const SESSION = { config: { auth: 'session' as const } };
+
+/** Route options of the sign-in and sign-out doors, which also answer without a session. */
+export const OPTIONAL_SESSION = { config: { auth: 'optional-session' as const } };
