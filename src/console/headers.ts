@@ -2,16 +2,21 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 
-/** Images may also come from PUBLIC_BASE_URL, where signed image URLs point. */
+/** Images may also come from PUBLIC_BASE_URL, where signed image URLs point: ` <origin>` or ''. */
+export function imageOriginSource(config: Pick<Config, 'PUBLIC_BASE_URL'>): string {
+  return config.PUBLIC_BASE_URL ? ` ${new URL(config.PUBLIC_BASE_URL).origin}` : '';
+}
+
 export function consoleCsp(config: Pick<Config, 'PUBLIC_BASE_URL'>): string {
-  const imageOrigin = config.PUBLIC_BASE_URL ? ` ${new URL(config.PUBLIC_BASE_URL).origin}` : '';
+  const imageOrigin = imageOriginSource(config);
   return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:${imageOrigin}; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
 }
 
 /** An onSend hook setting them on every console response (assets set their own cache-control). */
 export function securityHeaders(csp: string) {
   return async (_request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    reply.header('content-security-policy', csp);
+    // A page with needs of its own (the explorer) sets its policy itself.
+    if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', csp);
     reply.header('x-frame-options', 'DENY');
     reply.header('x-content-type-options', 'nosniff');
     reply.header('referrer-policy', 'same-origin');

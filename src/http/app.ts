@@ -141,6 +141,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      clientTokens: services.clientTokens,
     },
     baseUrlOf,
   });

@@ -4,6 +4,7 @@ import type { SessionService } from '../../domain/console/sessions.js';
 import type { SignInService } from '../../domain/console/signin.js';
 import type { CreditService } from '../../domain/credits/service.js';
 import type { KeyManager } from '../../domain/keys/index.js';
+import type { ClientTokens } from '../../domain/client-tokens/service.js';
 import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
 import type { JobEvents } from '../../queue/job-events.js';
@@ -19,6 +20,8 @@ export interface ConsoleServices {
   jobEvents: JobEvents;
   sessions: SessionService;
   signIn: SignInService;
+  /** The explorer's own client tokens. */
+  clientTokens: Pick<ClientTokens, 'mintForConsole'>;
 }
 
 /** A console section: a Fastify plugin, registered under /console, given only what its routes call. */

@@ -8,6 +8,7 @@ export const NAV = [
   { href: '/console/jobs', label: 'Jobs' },
   { href: '/console/playground', label: 'Playground' },
   { href: '/console/sessions', label: 'Sessions' },
+  { href: '/console/explorer', label: 'Explorer' },
 ] as const;
 
 export interface PageContext {
@@ -38,12 +39,9 @@ ${body}
 </html>`;
 }
 
-export function page(ctx: PageContext, title: string, content: Html): Html {
-  return shell(
-    title,
-    html`<body>
-<a class="skip" href="#main">Skip to content</a>
-<header class="top">
+/** The signed-in header: brand, navigation, who is signed in and the Sign out button. */
+export function topBar(ctx: PageContext): Html {
+  return html`<header class="top">
   <a class="brand" href="/console">credit-gateway</a>
   <nav aria-label="Console">
     <ul>
@@ -55,7 +53,15 @@ export function page(ctx: PageContext, title: string, content: Html): Html {
     <span class="who">${ctx.email}</span>
     <button type="submit" class="secondary">Sign out</button>
   </form>
-</header>
+</header>`;
+}
+
+export function page(ctx: PageContext, title: string, content: Html): Html {
+  return shell(
+    title,
+    html`<body>
+<a class="skip" href="#main">Skip to content</a>
+${topBar(ctx)}
 <main id="main" data-csrf="${ctx.csrfToken}">
 <h1>${title}</h1>
 ${content}
