@@ -6,6 +6,7 @@ import type { ConsoleRoute } from './types.js';
 const ASSETS = new Map<string, { type: string; body: Buffer }>([
   ['console.css', { type: 'text/css; charset=utf-8', body: readFileSync(new URL('../assets/console.css', import.meta.url)) }],
   ['console.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('../assets/console.js', import.meta.url)) }],
+  ['explorer.js', { type: 'text/javascript; charset=utf-8', body: readFileSync(new URL('../assets/explorer.js', import.meta.url)) }],
 ]);
 
 /** The stylesheet and the script, from the gateway itself (no CDN); public. */

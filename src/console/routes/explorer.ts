@@ -7,9 +7,7 @@ import { explorerPage } from '../views/explorer.js';
 import { SESSION, type ConsoleRoute } from './types.js';
 
 const STATIC_PATH = '/console/explorer/static/';
-const INITIAL_QUERY = `# Runs as your account through a client token minted for this page (15 minutes).
-# Mutations charge like the playground: 1 credit per lookup and per image.
-query Balance {
+const INITIAL_QUERY = `query Balance {
   me {
     credits
   }

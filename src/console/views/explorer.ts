@@ -49,6 +49,7 @@ export function explorerPage(ctx: PageContext, setup: ExplorerSetup): ExplorerPa
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/console/assets/console.css">
 <script src="/console/assets/console.js" defer></script>
+<script src="/console/assets/explorer.js" defer></script>
 <link rel="modulepreload" href="${setup.staticPath}ruru.js">
 <link rel="stylesheet" href="${setup.staticPath}ruru.css">
 ${new Html(parts.configScript)}
