@@ -311,6 +311,8 @@ describe('nothing a client sends is INTERNAL_SERVER_ERROR', () => {
       { query: 'query($x: Int) { me { id } }', variables: { x: 'one' } },
       { query: 'fragment F on Job { id } { me { id } }' },
       { query: 'subscription { jobStatus(jobId: "x") { id } }' },
+      { query: '{ me { id } }', extensions: 1 },
+      { query: 'mutation($p: [String!]!) { generate(prompts: $p) { jobId } }', variables: { p: [[['x']]] } },
       [{ query: '{ me { id } }' }],
       null,
       'just a string',
@@ -320,6 +322,12 @@ describe('nothing a client sends is INTERNAL_SERVER_ERROR', () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expectClientErrors(res.body.errors, JSON.stringify(body));
       expect(res.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    }
+    const q = encodeURIComponent('{ me { id } }');
+    for (const search of ['', '?query=', `?query=${q}&variables=notjson`, `?query=${q}&variables=%5B%5D`, '?query=a&query=b', `?query=${q}&extensions=zz`, '?query[a]=1']) {
+      const res = await fetch(`${t.baseUrl}/graphql${search}`, { headers: { authorization: `Bearer ${acct.key}`, 'apollo-require-preflight': '1' } });
+      expect(res.status, search).toBe(400);
+      expectClientErrors(((await res.json()) as any).errors, `GET ${search}`);
     }
     const ws = wsClient();
     for (const query of ['', '   ', '{', '{ me }', '{ nope }', 'query A { me { id } } query B { me { id } }', 'query($x: Int!) { jobs(first: $x) { nodes { id } } }']) {
