@@ -381,7 +381,7 @@ function valid(type: GraphQLInputType): unknown {
 
 /**
  * One operation of the field with `value` for `arg`: as a variable of the argument's own type, as a
- * variable of its nullable type (a null there reaches validation or execution), or inline in the
+ * variable of its nullable type (non-null arguments: a null there reaches validation), or inline in the
  * document. Other required arguments get valid values. The selection is `__typename`, valid anywhere.
  */
 function operation(root: Root, field: GraphQLField<unknown, unknown>, arg: GraphQLArgument, value: unknown, form: 'variable' | 'looseVariable' | 'inline') {
@@ -392,7 +392,8 @@ function operation(root: Root, field: GraphQLField<unknown, unknown>, arg: Graph
     const text = literal(value);
     return text === undefined ? undefined : { query: `${root} { ${field.name}${args([...others, `${arg.name}: ${text}`])}${selection} }` };
   }
-  const declared = form === 'looseVariable' && isNonNullType(arg.type) ? String(arg.type.ofType) : String(arg.type);
+  if (form === 'looseVariable' && !isNonNullType(arg.type)) return undefined;
+  const declared = String(form === 'looseVariable' && isNonNullType(arg.type) ? arg.type.ofType : arg.type);
   const query = `${root}($v: ${declared}) { ${field.name}${args([...others, `${arg.name}: $v`])}${selection} }`;
   return { query, variables: value === NO_VALUE ? {} : { v: value } };
 }
