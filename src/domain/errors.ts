@@ -1,7 +1,8 @@
 /**
- * The one error catalog. Every failure a client can see is a row here: its HTTP status, its GraphQL
- * `extensions.code`, the client-facing text and whether retrying can help. REST, GraphQL and workers
- * translate AppError at their edges; anything that is not an AppError is masked as internal_error.
+ * The one error catalog. Every failure a client can see is a row here, keyed by the REST `code` (also
+ * GraphQL's `extensions.reason`): its HTTP status, its GraphQL `extensions.code`, the client-facing
+ * text and whether retrying can help. REST, GraphQL and workers translate AppError at their edges;
+ * anything that is not an AppError is masked as internal_error.
  */
 export type GraphQLErrorCode =
   | 'UNAUTHENTICATED'

@@ -12,7 +12,9 @@ import { IMAGE_STATUSES, JOB_STATUSES, type ImageStatus, type JobStatus } from '
 /**
  * Dates as codegen and browsers want them: an RFC 3339 string in UTC, with `@specifiedBy` so tools
  * know the format, and `codegenScalarType` for code-first codegen (SDL users map it in their config).
- * The wire format is type-graphql's own date scalar, which the gateway only ever outputs.
+ * The wire format is type-graphql's own date scalar, which the gateway only ever outputs. Every date
+ * field uses this one: type-graphql's GraphQLISODateTime is another scalar of the same name, and the
+ * schema would not build with both.
  */
 export const DateTimeScalar = new GraphQLScalarType({
   ...GraphQLISODateTime.toConfig(),
@@ -57,7 +59,7 @@ registerEnumType(ImageStatusEnum, {
 /** Descriptions of the root types, which type-graphql builds without one (applied by schema.ts). */
 export const ROOT_TYPE_DESCRIPTIONS = {
   Query: 'Reads: free of charge.',
-  Mutation: 'Operations that charge credits (see each one). Each accepts an `idempotencyKey` so that a retry is never charged twice.',
+  Mutation: 'Operations that act; each says what it charges. The charging ones accept an `idempotencyKey`, so that a retry is never charged twice.',
   Subscription: 'Pushed results, over WebSocket only (graphql-transport-ws, the graphql-ws protocol) at /graphql.',
 } as const;
 
@@ -142,7 +144,7 @@ export class GenerateResultType {
   credits!: number;
 
   @Field(() => JobType, {
-    description: 'The created job, in its current state (queued, or further along when the request is a replay): select `id` to put it in the client cache.',
+    description: 'The created job as it is now (usually queued; further along when a worker already took it or the request is a replay). Select `id` so that client caches store it.',
   })
   job!: JobType;
 }
@@ -160,7 +162,7 @@ export class LookupResultType {
 }
 
 /** The caller's account; `credits` is resolved through the per-operation balance loader. */
-@ObjectType('Account', { description: 'The account of the API key (or client token) making the request.' })
+@ObjectType('Account', { description: "The caller's account: the account of the credential that authenticated the request." })
 export class AccountType {
   @Field(() => ID, { description: 'The account id: the cache key of Apollo Client and urql.' })
   id!: string;

@@ -311,6 +311,8 @@ describe('nothing a client sends is INTERNAL_SERVER_ERROR', () => {
       { query: 'query($x: Int) { me { id } }', variables: { x: 'one' } },
       { query: 'fragment F on Job { id } { me { id } }' },
       { query: 'subscription { jobStatus(jobId: "x") { id } }' },
+      { query: '{ me { id } }', extensions: 1 },
+      { query: 'mutation($p: [String!]!) { generate(prompts: $p) { jobId } }', variables: { p: [[['x']]] } },
       [{ query: '{ me { id } }' }],
       null,
       'just a string',
@@ -320,6 +322,12 @@ describe('nothing a client sends is INTERNAL_SERVER_ERROR', () => {
       expect(res.status, JSON.stringify(body)).toBe(400);
       expectClientErrors(res.body.errors, JSON.stringify(body));
       expect(res.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    }
+    const q = encodeURIComponent('{ me { id } }');
+    for (const search of ['', '?query=', `?query=${q}&variables=notjson`, `?query=${q}&variables=%5B%5D`, '?query=a&query=b', `?query=${q}&extensions=zz`, '?query[a]=1']) {
+      const res = await fetch(`${t.baseUrl}/graphql${search}`, { headers: { authorization: `Bearer ${acct.key}`, 'apollo-require-preflight': '1' } });
+      expect(res.status, search).toBe(400);
+      expectClientErrors(((await res.json()) as any).errors, `GET ${search}`);
     }
     const ws = wsClient();
     for (const query of ['', '   ', '{', '{ me }', '{ nope }', 'query A { me { id } } query B { me { id } }', 'query($x: Int!) { jobs(first: $x) { nodes { id } } }']) {
@@ -373,7 +381,7 @@ function valid(type: GraphQLInputType): unknown {
 
 /**
  * One operation of the field with `value` for `arg`: as a variable of the argument's own type, as a
- * variable of its nullable type (a null there reaches validation or execution), or inline in the
+ * variable of its nullable type (non-null arguments: a null there reaches validation), or inline in the
  * document. Other required arguments get valid values. The selection is `__typename`, valid anywhere.
  */
 function operation(root: Root, field: GraphQLField<unknown, unknown>, arg: GraphQLArgument, value: unknown, form: 'variable' | 'looseVariable' | 'inline') {
@@ -384,7 +392,8 @@ function operation(root: Root, field: GraphQLField<unknown, unknown>, arg: Graph
     const text = literal(value);
     return text === undefined ? undefined : { query: `${root} { ${field.name}${args([...others, `${arg.name}: ${text}`])}${selection} }` };
   }
-  const declared = form === 'looseVariable' && isNonNullType(arg.type) ? String(arg.type.ofType) : String(arg.type);
+  if (form === 'looseVariable' && !isNonNullType(arg.type)) return undefined;
+  const declared = String(form === 'looseVariable' && isNonNullType(arg.type) ? arg.type.ofType : arg.type);
   const query = `${root}($v: ${declared}) { ${field.name}${args([...others, `${arg.name}: $v`])}${selection} }`;
   return { query, variables: value === NO_VALUE ? {} : { v: value } };
 }
