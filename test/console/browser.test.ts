@@ -4,26 +4,21 @@
  * names the contract promises (CONTRACT.md, "Console"), run axe on every page, and check that pages fit
  * a 375 px screen.
  *
- * No browser is ever downloaded: CHROMIUM_PATH (default /usr/bin/chromium) must exist and start. When it
- * does not, the file skips with one line saying why, unless REQUIRE_BROWSER_TESTS=1 (CI), which turns
- * the skip into a failure. UPDATE_SCREENSHOTS=1 also writes the README's screenshots to docs/console/.
+ * No browser is ever downloaded (test/helpers/chromium.ts: CHROMIUM_PATH, REQUIRE_BROWSER_TESTS).
+ * UPDATE_SCREENSHOTS=1 also writes the README's screenshots to docs/console/.
  *
  * The tests run in order and share one signed-in page: each continues where the last one left off.
  */
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { AxeBuilder } from '@axe-core/playwright';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startConfiguredImageWorker, type RunningWorker } from '../../workers/image-worker.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
+import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const REQUIRED = process.env.REQUIRE_BROWSER_TESTS === '1';
 const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
 const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
-/** Far beyond any normal wait: the suite shares a busy 2-core machine with other test files. */
-const SLOW_MS = 60_000;
 
 const EMAIL = 'ada@example.com';
 const PASSWORD = 'correct horse battery staple';
@@ -31,35 +26,10 @@ const KEY_NAME = 'production server';
 const IP = /^(127\.0\.0\.1|::ffff:127\.0\.0\.1)$/;
 const TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d UTC$/;
 
-async function launchChromium(): Promise<{ browser: Browser; reason?: undefined } | { browser?: undefined; reason: string }> {
-  if (!existsSync(CHROMIUM_PATH)) return { reason: `no Chromium at ${CHROMIUM_PATH}` };
-  try {
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM_PATH,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-      timeout: SLOW_MS,
-    });
-    return { browser };
-  } catch (err) {
-    return { reason: `Chromium at ${CHROMIUM_PATH} did not start (${String((err as Error).message).split('\n')[0]})` };
-  }
-}
-
 // Launched while the file is collected, so that a browser that cannot start skips the file as cleanly
 // as a missing one.
 const launched = await launchChromium();
-const HOW_TO_ENABLE = 'install it (apt-get install -y chromium) or set CHROMIUM_PATH to a Chromium or Chrome executable';
-if (launched.reason && !REQUIRED) {
-  console.log(`[console browser tests] skipped: ${launched.reason}; to run them, ${HOW_TO_ENABLE} (REQUIRE_BROWSER_TESTS=1 makes this a failure).`);
-}
-
-if (launched.reason && REQUIRED) {
-  describe('console in Chromium (REQUIRE_BROWSER_TESTS=1)', () => {
-    it('has a browser to run in', () => {
-      throw new Error(`REQUIRE_BROWSER_TESTS=1 but ${launched.reason}: ${HOW_TO_ENABLE}.`);
-    });
-  });
-}
+reportBrowser(launched, 'console browser tests');
 
 describe.skipIf(!launched.browser)('console in Chromium', { timeout: SLOW_MS * 5 }, () => {
   const browser = launched.browser!;
