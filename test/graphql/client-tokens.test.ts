@@ -136,6 +136,21 @@ describe('using a token', () => {
     expect(await balance()).toBe(before);
   });
 
+  it('a subscription outside the scopes is FORBIDDEN; reading needs `read`', async () => {
+    const { body } = await mint({ origins: [APP], scopes: ['lookup'] });
+    const created = await a.services.jobs.create({ accountId: acct.accountId, keyId: acct.keyId }, ['a heron']);
+    const client = pageSocket(a, `Bearer ${body.token}`, APP, { retryAttempts: 0 });
+    const outcome = await new Promise<any>((resolve) => {
+      client.subscribe({ query: `subscription { jobStatus(jobId: "${created.jobId}") { status } }` }, { next: resolve, error: resolve, complete: () => resolve('completed') });
+    });
+    const errors = Array.isArray(outcome) ? outcome : outcome.errors;
+    expect(errors[0]).toMatchObject({ extensions: { code: 'FORBIDDEN', reason: 'scope_not_allowed' } });
+    const me = await gql('{ me { credits } }', { token: body.token, origin: APP });
+    expect(me.body.errors[0].extensions).toMatchObject({ code: 'FORBIDDEN', reason: 'scope_not_allowed' });
+    const looked = await gql('mutation { lookup(keyword: "heron") { keyword } }', { token: body.token, origin: APP });
+    expect(looked.body.data.lookup.keyword).toBe('heron');
+  });
+
   it('holds maxCredits exactly under 20 concurrent charges', async () => {
     const { body } = await mint({ origins: [APP], maxCredits: 5 });
     const before = await balance();
