@@ -75,11 +75,30 @@ const keysPage = await timed(async () => {
   bytes = res.body.length;
 });
 
+// What a browser downloads for a page: its HTML and every asset it loads (brotli where offered).
+async function transfer(url: string): Promise<number> {
+  const res = await app.inject({ method: 'GET', url, headers: { cookie, 'accept-encoding': 'br, gzip' } });
+  if (res.statusCode !== 200) throw new Error(`${url} answered ${res.statusCode}`);
+  return res.rawPayload.length;
+}
+const consoleAssets = ['/console/assets/console.css', '/console/assets/console.js'];
+const ruru = ['ruru.js', 'ruru.css', 'editorWorker.js', 'graphqlWorker.js', 'jsonWorker.js'].map((f) => `/console/explorer/static/${f}`);
+const pageWeight = async (page: string, assets: string[]) => {
+  const html = await transfer(page);
+  const sizes = await Promise.all(assets.map(transfer));
+  return { html, assets: sizes.reduce((a, b) => a + b, 0) };
+};
+const keysWeight = await pageWeight('/console/keys', consoleAssets);
+const explorerWeight = await pageWeight('/console/explorer', [...consoleAssets, '/console/assets/explorer.js', ...ruru]);
+const kib = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
+
 const fmt = (xs: number[]) => `median ${median(xs).toFixed(1)} ms, p90 ${p90(xs).toFixed(1)} ms`;
 console.log(`sign-in, right password:       ${fmt(known)}`);
 console.log(`sign-in, wrong password:       ${fmt(wrong)}`);
 console.log(`sign-in, unknown email:        ${fmt(unknown)}   (the same hashing work as a wrong password)`);
 console.log(`API keys page, ${KEYS} keys:     ${fmt(keysPage)} server time, ${(bytes / 1024).toFixed(0)} KiB of HTML`);
+console.log(`page weight, API keys:         ${kib(keysWeight.html)} HTML + ${kib(keysWeight.assets)} of assets (${KEYS} keys; stylesheet and script)`);
+console.log(`page weight, Explorer:         ${kib(explorerWeight.html)} HTML + ${kib(explorerWeight.assets)} of assets (GraphiQL, Monaco and its three workers, brotli)`);
 
 await app.close();
 await services.close();

@@ -24,7 +24,8 @@ const INITIAL_QUERY = `query Balance {
 const explorerRoutes: ConsoleRoute<{ tokens: Pick<ClientTokens, 'mintForConsole'>; host: string; imageOrigin: string }> = async (app, s) => {
   app.get('/explorer', SESSION, async (request, reply) => {
     const caller = callerOf(request);
-    const origin = `${request.protocol}://${request.headers.host ?? 'localhost'}`;
+    // As the browser will send it in Origin: a default port (Host: example.com:443) is left out.
+    const origin = originOf(`${request.protocol}://${request.headers.host ?? 'localhost'}`);
     const minted = await s.tokens.mintForConsole({ accountId: caller.principal.accountId, userId: caller.principal.userId }, origin, actorOf(request, s.host));
     const page = explorerPage(pageContext(request, '/console/explorer'), {
       staticPath: STATIC_PATH,
@@ -46,5 +47,13 @@ const explorerRoutes: ConsoleRoute<{ tokens: Pick<ClientTokens, 'mintForConsole'
     return reply.headers(file.headers).header('cache-control', 'private, max-age=3600').header('vary', 'Accept-Encoding').send(file.content);
   });
 };
+
+function originOf(base: string): string {
+  try {
+    return new URL(base).origin;
+  } catch {
+    throw new AppError('malformed_request', { message: 'Invalid Host header' });
+  }
+}
 
 export default explorerRoutes;
