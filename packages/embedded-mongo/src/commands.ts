@@ -666,7 +666,8 @@ const aggregate: Handler = (engine, cmd, ctx) => {
       const counted = n === 0 ? [] : [{ _id: group._id, [Object.keys(group)[1]]: n }];
       return cursorReply(engine, `${ctx.db}.${name}`, counted, cmd.cursor?.batchSize);
     }
-    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip, collator }) : [];
+    // With a hint the scan runs on the hinted index, so documents come in its order, as from find().hint().
+    const rows = coll ? findRows(coll, filter, sort, limit, skip, cmd.hint, collator) : [];
     source = rows.map(([, d]) => deepCopy(d));
   }
   if (write) stages = stages.slice(0, -1);
