@@ -3,7 +3,7 @@
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
-import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { bsonText, canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
 import { planCollated } from './collated-pipeline.js';
 import { collatorFor, notWithCollation, type Collator } from './collation.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
@@ -688,16 +688,6 @@ const aggregate: Handler = (engine, cmd, ctx) => {
 };
 
 // ---- namespaces and indexes ----
-
-/** mongod's rendering of a document in its messages: `{ key: { a: "text" }, name: "a_text" }`. */
-function bsonText(v: unknown): string {
-  if (Array.isArray(v)) return `[ ${v.map(bsonText).join(', ')} ]`;
-  if (isPlainObject(v)) {
-    const fields = Object.entries(v).map(([k, x]) => `${k}: ${bsonText(x)}`);
-    return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
-  }
-  return typeof v === 'string' ? JSON.stringify(v) : String(v);
-}
 
 /**
  * Why mongod would refuse this key pattern, or why this server does: it builds ascending and
