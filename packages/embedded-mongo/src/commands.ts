@@ -10,6 +10,7 @@ import { indexNameFor, parseSort, type Collection, type IndexSpec } from './coll
 import { Engine, streamSees, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
 import { compileFilter, MINGO_OPTIONS, pathValues, refuseJavaScript } from './matcher.js';
+import { hashedSpecProblem } from './hashed.js';
 import { currentOps, parseCurrentOpOptions, serverStatusSections, type Monitor } from './monitor.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
@@ -690,20 +691,22 @@ const aggregate: Handler = (engine, cmd, ctx) => {
 // ---- namespaces and indexes ----
 
 /**
- * Why mongod would refuse this key pattern, or why this server does: it builds ascending and
- * descending indexes only, so every special index type (text, 2d, 2dsphere, hashed, wildcard,
+ * Why mongod would refuse this key pattern, or why this server does: it builds ascending, descending
+ * and hashed indexes only, so every other special index type (text, 2d, 2dsphere, wildcard,
  * columnstore) gets mongod's answer for an index plugin it does not have.
  */
 function keyPatternProblem(key: Doc): string | undefined {
   for (const [field, d] of Object.entries(key)) {
     if (field === '$**' || field.endsWith('.$**')) return "Unknown index plugin 'wildcard'";
-    if (typeof d === 'string') return d === 'geoHaystack' ? 'GeoHaystack indexes cannot be created in version 5.0 and above' : `Unknown index plugin '${d}'`;
-    if (typeRank(d) !== 3) {
-      return `Values in v:2 index key pattern cannot be of type ${Array.isArray(d) ? 'array' : typeof d === 'boolean' ? 'bool' : 'object'}. Only numbers > 0, numbers < 0, and strings are allowed.`;
+    if (typeof d === 'string' && d !== 'hashed') return d === 'geoHaystack' ? 'GeoHaystack indexes cannot be created in version 5.0 and above' : `Unknown index plugin '${d}'`;
+    if (d !== 'hashed') {
+      if (typeRank(d) !== 3) {
+        return `Values in v:2 index key pattern cannot be of type ${Array.isArray(d) ? 'array' : typeof d === 'boolean' ? 'bool' : 'object'}. Only numbers > 0, numbers < 0, and strings are allowed.`;
+      }
+      const n = toNumber(d);
+      if (Number.isNaN(n)) return 'Values in the index key pattern cannot be NaN.';
+      if (n === 0) return 'Values in the index key pattern cannot be 0.';
     }
-    const n = toNumber(d);
-    if (Number.isNaN(n)) return 'Values in the index key pattern cannot be NaN.';
-    if (n === 0) return 'Values in the index key pattern cannot be 0.';
     if (field.split('.').some((part, i) => part.startsWith('$') && !(i > 0 && (part === '$id' || part === '$ref' || part === '$db')))) {
       return "Index key contains an illegal field name: field name starts with '$'.";
     }
@@ -723,6 +726,8 @@ function normaliseIndexSpec(raw: Doc, coll: Collection): IndexSpec {
     spec[k] = v;
   }
   if (spec.unique === false) delete spec.unique;
+  const hashedProblem = hashedSpecProblem(spec.key, Boolean(spec.unique));
+  if (hashedProblem) throw hashedProblem;
   // An index without a collation takes the collection's default; the spec keeps the filled-in
   // collation (none for 'simple'), so it means the same after a restart or a rename.
   const collator = collationOf(raw.collation, coll);
