@@ -14,6 +14,7 @@ import { hashedSpecProblem } from './hashed.js';
 import { currentOps, parseCurrentOpOptions, serverStatusSections, type Monitor } from './monitor.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
+import { collStatsReply, databaseBytes, dbStatsReply, parseScale } from './stats.js';
 import { parseValidator, validateWrite } from './validator.js';
 
 export type CommandContext = { db: string; connectionId: number; monitor: Monitor };
@@ -857,14 +858,8 @@ const listCollections: Handler = (engine, cmd, ctx) => {
   return cursorReply(engine, `${ctx.db}.$cmd.listCollections`, docs, cmd.cursor?.batchSize);
 };
 
-function approxSize(engine: Engine, db: string): number {
-  let n = 0;
-  for (const c of engine.dbs.get(db)?.values() ?? []) n += c.docs.size * 256;
-  return n;
-}
-
 const listDatabases: Handler = (engine, cmd) => {
-  const databases = [...engine.dbs.keys()].map((name) => ({ name, sizeOnDisk: approxSize(engine, name), empty: false }));
+  const databases = [...engine.dbs.entries()].map(([name, colls]) => ({ name, sizeOnDisk: databaseBytes(colls.values()), empty: false }));
   if (cmd.nameOnly) return { databases: databases.map((d) => ({ name: d.name })), ok: 1 };
   const totalSize = databases.reduce((s, d) => s + d.sizeOnDisk, 0);
   return { databases, totalSize, totalSizeMb: Math.round(totalSize / 1048576), ok: 1 };
@@ -890,14 +885,10 @@ const collStats: Handler = (engine, cmd, ctx) => {
   const name = collName(cmd, 'collStats');
   const coll = engine.getCollection(ctx.db, name);
   if (!coll) throw namespaceNotFound(`${ctx.db}.${name}`);
-  return { ns: coll.ns, count: coll.docs.size, size: coll.docs.size * 256, nindexes: coll.indexes.length, ok: 1 };
+  return collStatsReply(coll, parseScale(cmd.scale));
 };
 
-const dbStats: Handler = (engine, _cmd, ctx) => {
-  const colls = [...(engine.dbs.get(ctx.db)?.values() ?? [])];
-  const objects = colls.reduce((s, c) => s + c.docs.size, 0);
-  return { db: ctx.db, collections: colls.length, views: 0, objects, dataSize: objects * 256, indexes: colls.reduce((s, c) => s + c.indexes.length, 0), ok: 1 };
-};
+const dbStats: Handler = (engine, cmd, ctx) => dbStatsReply(ctx.db, [...(engine.dbs.get(ctx.db)?.values() ?? [])], parseScale(cmd.scale));
 
 const explain: Handler = (engine, cmd, ctx) => {
   const inner = cmd.explain as Doc;
