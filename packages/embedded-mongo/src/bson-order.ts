@@ -396,3 +396,13 @@ export function isPlainObject(v: unknown): v is Doc {
     !ArrayBuffer.isView(v)
   );
 }
+
+/** mongod's rendering of a document in its messages: `{ key: { a: "text" }, name: "a_text" }`. */
+export function bsonText(v: unknown): string {
+  if (Array.isArray(v)) return `[ ${v.map(bsonText).join(', ')} ]`;
+  if (isPlainObject(v)) {
+    const fields = Object.entries(v).map(([k, x]) => `${k}: ${bsonText(x)}`);
+    return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
+  }
+  return typeof v === 'string' ? JSON.stringify(v) : String(v);
+}

@@ -4,6 +4,7 @@
 import { canonicalKey, compareValues, isPlainObject, typeRank, type Doc, type StringCompare } from './bson-order.js';
 import { collatorFor, sameCollation, type Collator } from './collation.js';
 import { MongoError } from './errors.js';
+import { hashedIndexKeys, hashKey } from './hashed.js';
 import { compileFilter, getPath, pathValues, type Predicate } from './matcher.js';
 import { SortedIndex, type Entry } from './sorted-index.js';
 
@@ -18,23 +19,27 @@ export type IndexSpec = {
   [k: string]: unknown;
 };
 
-type Field = { path: string; parts: string[]; dir: 1 | -1 };
+/** One field of an index key; a `hashed` one holds mongod's hash of the value (hashed.ts). */
+type Field = { path: string; parts: string[]; dir: 1 | -1; hashed: boolean };
 
 export class Index {
   readonly fields: Field[];
   readonly tree: SortedIndex;
   private readonly entries = new Map<number, Entry[]>();
   private readonly partial: Predicate | undefined;
-  /** Whether the key pattern is plain ascending/descending (not text, 2dsphere, hashed). */
+  /** Whether the key pattern is plain ascending/descending (not hashed). */
   readonly ordered: boolean;
+  /** The position of the hashed field, or -1: such an index serves equality on it, never ranges or sorts. */
+  readonly hashed: number;
   /** The index's collation (spec.collation, filled in at creation); undefined: binary string order. */
   readonly collator: Collator | undefined;
   /** The collator's string order, which the tree is sorted by. */
   readonly strings: StringCompare | undefined;
 
   constructor(readonly spec: IndexSpec) {
-    this.fields = Object.entries(spec.key).map(([path, d]) => ({ path, parts: path.split('.'), dir: d === -1 || d === '-1' ? -1 : 1 }));
+    this.fields = Object.entries(spec.key).map(([path, d]) => ({ path, parts: path.split('.'), dir: d === -1 || d === '-1' ? -1 : 1, hashed: d === 'hashed' }));
     this.ordered = Object.values(spec.key).every((d) => typeof d === 'number');
+    this.hashed = this.fields.findIndex((f) => f.hashed);
     this.collator = spec.collation === undefined ? undefined : collatorFor(spec.collation);
     // Intl.Collator has no sort keys, so a collated index is ordered by the collator itself: lookups,
     // ranges and unique checks are comparisons in the tree, and equal under the collation is exactly
@@ -56,6 +61,7 @@ export class Index {
   /** All index keys of a document (several when a field holds an array); none if sparse/partial excludes it. */
   keysOf(doc: Doc): any[][] {
     if (this.partial && !this.partial(doc)) return [];
+    if (this.hashed >= 0) return hashedIndexKeys(doc, this.fields, Boolean(this.spec.sparse));
     let keys: any[][] = [[]];
     let anyPresent = false;
     for (const f of this.fields) {
@@ -251,9 +257,10 @@ function planForConds(indexes: Index[], all: Map<string, FieldCond>, collator: C
   let bestScore = 0;
   let uncollated: Map<string, FieldCond> | undefined;
   for (const index of indexes) {
-    if (!index.ordered || index.spec.partialFilterExpression) continue;
+    if ((!index.ordered && index.hashed < 0) || index.spec.partialFilterExpression) continue;
     // As on mongod, an index of another collation serves no string bounds (only the others).
-    const conds = sameCollation(index.collator, collator) ? all : (uncollated ??= new Map([...all].filter(([, fc]) => !boundsStrings(fc))));
+    const asked = sameCollation(index.collator, collator) ? all : (uncollated ??= new Map([...all].filter(([, fc]) => !boundsStrings(fc))));
+    const conds = index.hashed < 0 ? asked : hashedConds(index, asked);
     let eqCount = 0;
     let combos = 1;
     for (const f of index.fields) {
@@ -267,7 +274,7 @@ function planForConds(indexes: Index[], all: Map<string, FieldCond>, collator: C
     const range = next ? conds.get(next.path)?.range : undefined;
     if (eqCount === 0 && !range) continue;
     // A sparse index lacks documents missing all its fields: usable only when the query requires one.
-    if (index.spec.sparse && !range && !index.fields.slice(0, eqCount).some((f) => conds.get(f.path)!.points!.every((p) => p !== null))) continue;
+    if (index.spec.sparse && !range && !index.fields.slice(0, eqCount).some((f) => asked.get(f.path)!.points!.every((p) => p !== null))) continue;
     const complete = eqCount === index.fields.length;
     const score = eqCount * 4 + (range ? 2 : 0) + (complete && index.spec.unique ? 100 : 0) + (complete ? 1 : 0) - index.fields.length * 0.01;
     if (score <= bestScore) continue;
@@ -291,6 +298,22 @@ function planForConds(indexes: Index[], all: Map<string, FieldCond>, collator: C
     bestScore = score;
   }
   return best;
+}
+
+/**
+ * The conditions a hashed index serves, in its keys' terms: equality and $in on the hashed field become
+ * points on their hashes; a range on it serves nothing. Under a collation mongod hashes strings'
+ * collation keys, which Intl.Collator cannot give, so this index (which hashes the strings themselves)
+ * serves no string equality; those queries scan.
+ */
+function hashedConds(index: Index, conds: Map<string, FieldCond>): Map<string, FieldCond> {
+  const path = index.fields[index.hashed].path;
+  const fc = conds.get(path);
+  if (!fc) return conds;
+  const out = new Map(conds);
+  if (fc.points && !(index.collator && fc.points.some((p) => typeRank(p) === 4))) out.set(path, { points: fc.points.map(hashKey) });
+  else out.delete(path);
+  return out;
 }
 
 /** Record ids produced by one scan plan, in index order (possibly repeated for multikey documents). */
@@ -415,6 +438,7 @@ function planSortDirection(plan: ScanPlan, sort: SortSpec, collator: Collator | 
   const effective = sort.filter(([path]) => !fixed.has(path));
   const rest = plan.index.fields.slice(plan.eqCount);
   if (effective.length > rest.length) return 0;
+  if (effective.some((_, i) => rest[i].hashed)) return 0;
   if (effective.every(([path, dir], i) => rest[i].path === path && rest[i].dir === dir)) return 1;
   if (effective.every(([path, dir], i) => rest[i].path === path && rest[i].dir === -dir)) return -1;
   return 0;

@@ -3,16 +3,18 @@
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
-import { canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { bsonText, canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
 import { planCollated } from './collated-pipeline.js';
 import { collatorFor, notWithCollation, type Collator } from './collation.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
 import { Engine, streamSees, type ChangeEvent, type ChangeStreamState } from './engine.js';
 import { MongoError, commandNotFound, namespaceNotFound } from './errors.js';
 import { compileFilter, MINGO_OPTIONS, pathValues, refuseJavaScript } from './matcher.js';
+import { hashedSpecProblem } from './hashed.js';
 import { currentOps, parseCurrentOpOptions, serverStatusSections, type Monitor } from './monitor.js';
 import { compileProjection } from './projection.js';
 import { applyUpdate, isOperatorUpdate, seedFromFilter, validateUpdate } from './update.js';
+import { collStatsReply, databaseBytes, dbStatsReply, parseScale } from './stats.js';
 import { parseValidator, validateWrite } from './validator.js';
 
 export type CommandContext = { db: string; connectionId: number; monitor: Monitor };
@@ -666,7 +668,8 @@ const aggregate: Handler = (engine, cmd, ctx) => {
       const counted = n === 0 ? [] : [{ _id: group._id, [Object.keys(group)[1]]: n }];
       return cursorReply(engine, `${ctx.db}.${name}`, counted, cmd.cursor?.batchSize);
     }
-    const rows = coll ? coll.query(filter, { sort: parseSort(sort), limit, skip, collator }) : [];
+    // With a hint the scan runs on the hinted index, so documents come in its order, as from find().hint().
+    const rows = coll ? findRows(coll, filter, sort, limit, skip, cmd.hint, collator) : [];
     source = rows.map(([, d]) => deepCopy(d));
   }
   if (write) stages = stages.slice(0, -1);
@@ -688,31 +691,23 @@ const aggregate: Handler = (engine, cmd, ctx) => {
 
 // ---- namespaces and indexes ----
 
-/** mongod's rendering of a document in its messages: `{ key: { a: "text" }, name: "a_text" }`. */
-function bsonText(v: unknown): string {
-  if (Array.isArray(v)) return `[ ${v.map(bsonText).join(', ')} ]`;
-  if (isPlainObject(v)) {
-    const fields = Object.entries(v).map(([k, x]) => `${k}: ${bsonText(x)}`);
-    return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
-  }
-  return typeof v === 'string' ? JSON.stringify(v) : String(v);
-}
-
 /**
- * Why mongod would refuse this key pattern, or why this server does: it builds ascending and
- * descending indexes only, so every special index type (text, 2d, 2dsphere, hashed, wildcard,
+ * Why mongod would refuse this key pattern, or why this server does: it builds ascending, descending
+ * and hashed indexes only, so every other special index type (text, 2d, 2dsphere, wildcard,
  * columnstore) gets mongod's answer for an index plugin it does not have.
  */
 function keyPatternProblem(key: Doc): string | undefined {
   for (const [field, d] of Object.entries(key)) {
     if (field === '$**' || field.endsWith('.$**')) return "Unknown index plugin 'wildcard'";
-    if (typeof d === 'string') return d === 'geoHaystack' ? 'GeoHaystack indexes cannot be created in version 5.0 and above' : `Unknown index plugin '${d}'`;
-    if (typeRank(d) !== 3) {
-      return `Values in v:2 index key pattern cannot be of type ${Array.isArray(d) ? 'array' : typeof d === 'boolean' ? 'bool' : 'object'}. Only numbers > 0, numbers < 0, and strings are allowed.`;
+    if (typeof d === 'string' && d !== 'hashed') return d === 'geoHaystack' ? 'GeoHaystack indexes cannot be created in version 5.0 and above' : `Unknown index plugin '${d}'`;
+    if (d !== 'hashed') {
+      if (typeRank(d) !== 3) {
+        return `Values in v:2 index key pattern cannot be of type ${Array.isArray(d) ? 'array' : typeof d === 'boolean' ? 'bool' : 'object'}. Only numbers > 0, numbers < 0, and strings are allowed.`;
+      }
+      const n = toNumber(d);
+      if (Number.isNaN(n)) return 'Values in the index key pattern cannot be NaN.';
+      if (n === 0) return 'Values in the index key pattern cannot be 0.';
     }
-    const n = toNumber(d);
-    if (Number.isNaN(n)) return 'Values in the index key pattern cannot be NaN.';
-    if (n === 0) return 'Values in the index key pattern cannot be 0.';
     if (field.split('.').some((part, i) => part.startsWith('$') && !(i > 0 && (part === '$id' || part === '$ref' || part === '$db')))) {
       return "Index key contains an illegal field name: field name starts with '$'.";
     }
@@ -732,6 +727,8 @@ function normaliseIndexSpec(raw: Doc, coll: Collection): IndexSpec {
     spec[k] = v;
   }
   if (spec.unique === false) delete spec.unique;
+  const hashedProblem = hashedSpecProblem(spec.key, Boolean(spec.unique));
+  if (hashedProblem) throw hashedProblem;
   // An index without a collation takes the collection's default; the spec keeps the filled-in
   // collation (none for 'simple'), so it means the same after a restart or a rename.
   const collator = collationOf(raw.collation, coll);
@@ -861,14 +858,8 @@ const listCollections: Handler = (engine, cmd, ctx) => {
   return cursorReply(engine, `${ctx.db}.$cmd.listCollections`, docs, cmd.cursor?.batchSize);
 };
 
-function approxSize(engine: Engine, db: string): number {
-  let n = 0;
-  for (const c of engine.dbs.get(db)?.values() ?? []) n += c.docs.size * 256;
-  return n;
-}
-
 const listDatabases: Handler = (engine, cmd) => {
-  const databases = [...engine.dbs.keys()].map((name) => ({ name, sizeOnDisk: approxSize(engine, name), empty: false }));
+  const databases = [...engine.dbs.entries()].map(([name, colls]) => ({ name, sizeOnDisk: databaseBytes(colls.values()), empty: false }));
   if (cmd.nameOnly) return { databases: databases.map((d) => ({ name: d.name })), ok: 1 };
   const totalSize = databases.reduce((s, d) => s + d.sizeOnDisk, 0);
   return { databases, totalSize, totalSizeMb: Math.round(totalSize / 1048576), ok: 1 };
@@ -894,14 +885,10 @@ const collStats: Handler = (engine, cmd, ctx) => {
   const name = collName(cmd, 'collStats');
   const coll = engine.getCollection(ctx.db, name);
   if (!coll) throw namespaceNotFound(`${ctx.db}.${name}`);
-  return { ns: coll.ns, count: coll.docs.size, size: coll.docs.size * 256, nindexes: coll.indexes.length, ok: 1 };
+  return collStatsReply(coll, parseScale(cmd.scale));
 };
 
-const dbStats: Handler = (engine, _cmd, ctx) => {
-  const colls = [...(engine.dbs.get(ctx.db)?.values() ?? [])];
-  const objects = colls.reduce((s, c) => s + c.docs.size, 0);
-  return { db: ctx.db, collections: colls.length, views: 0, objects, dataSize: objects * 256, indexes: colls.reduce((s, c) => s + c.indexes.length, 0), ok: 1 };
-};
+const dbStats: Handler = (engine, cmd, ctx) => dbStatsReply(ctx.db, [...(engine.dbs.get(ctx.db)?.values() ?? [])], parseScale(cmd.scale));
 
 const explain: Handler = (engine, cmd, ctx) => {
   const inner = cmd.explain as Doc;

@@ -1,5 +1,5 @@
 // Applying update documents. The operators almost every write uses ($set, $unset, $inc, $push,
-// $pull, $pullAll, $addToSet, $min, $max, $currentDate on plain dotted paths) run here directly, because
+// $pull, $pullAll, $addToSet, $min, $max, $currentDate, $rename on plain dotted paths) run here directly, because
 // mingo's update entry point costs ~200 µs per call, and those that compare values do so by the update's
 // collation. `$[]` and `$[<id>]` paths are first rewritten into the element paths they select
 // (arrayFilters evaluated here); the positional `$` and the rarer operators go to mingo, which knows no
@@ -10,6 +10,7 @@ import { bsonTypeName, compareValues, copyFields, deepCopy, double, getField, is
 import { comparingOperator, notWithCollation } from './collation.js';
 import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
+import { checkRenameDestination, checkRenames, renameDestinations, renameSource } from './rename.js';
 
 export type UpdateDescription = { updatedFields: Doc; removedFields: string[] };
 export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDescription | undefined };
@@ -17,7 +18,7 @@ export type UpdateOutcome = { doc: Doc; modified: boolean; description: UpdateDe
 const PUSH_MODIFIERS = new Set(['$each', '$slice', '$position', '$sort']);
 /** Query operators that apply to a whole document rather than to the value at a path. */
 const TOP_LEVEL_OPERATORS = new Set(['$and', '$or', '$nor', '$expr', '$where', '$comment', '$text', '$jsonSchema']);
-const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$pullAll', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul']);
+const FAST_OPS = new Set(['$set', '$unset', '$inc', '$push', '$pull', '$pullAll', '$addToSet', '$min', '$max', '$currentDate', '$setOnInsert', '$mul', '$rename']);
 /** The operators that compare values, and so strings by the update's collation (mongod's update nodes that take a collator). */
 const COMPARING_OPS = ['$pull', '$pullAll', '$addToSet', '$min', '$max'];
 
@@ -345,7 +346,9 @@ function checkConflicts(u: Doc): void {
   const seen: string[] = [];
   for (const [op, fields] of Object.entries(u)) {
     if (op === '$setOnInsert') continue;
-    for (const path of Object.keys(fields as Doc)) {
+    const paths = Object.keys(fields as Doc);
+    if (op === '$rename') paths.push(...renameDestinations(fields as Doc));
+    for (const path of paths) {
       for (const other of seen) {
         if (other === path || other.startsWith(path + '.') || path.startsWith(other + '.')) {
           throw new MongoError(40, `Updating the path '${path}' would create a conflict at '${other}'`, 'ConflictingUpdateOperators');
@@ -380,6 +383,17 @@ function applyFast(
         case '$unset':
           if (unsetPath(doc, path, owned)) removed.add(path);
           break;
+        case '$rename': {
+          // mongod's order: $set of the destination (in place when it exists), then $unset of the source.
+          const found = renameSource(doc, path);
+          if (!found) break;
+          checkRenameDestination(doc, v);
+          setPath(doc, v, found.value, owned);
+          unsetPath(doc, path, owned);
+          updated.add(v);
+          removed.add(path);
+          break;
+        }
         case '$inc':
         case '$mul': {
           if (!isNumeric(v)) throw new MongoError(14, `Cannot ${op === '$inc' ? 'increment' : 'multiply'} with non-numeric argument: {${path}: ${String(v)}}`, 'TypeMismatch');
@@ -502,8 +516,10 @@ export function applyUpdate(
     }
     return finish(original, doc, undefined);
   }
+  if (u.$rename !== undefined) checkRenames(u.$rename);
   for (const op of Object.keys(u)) {
-    for (const path of Object.keys(u[op] as Doc)) {
+    const paths = op === '$rename' ? [...Object.keys(u[op]), ...renameDestinations(u[op])] : Object.keys(u[op] as Doc);
+    for (const path of paths) {
       if ((path === '_id' || path.startsWith('_id.')) && op !== '$setOnInsert' && !(opts.inserting && op === '$set')) {
         if (!(op === '$set' && compareValues(u[op][path], original._id) === 0)) {
           throw new MongoError(66, "Performing an update on the path '_id' would modify the immutable field '_id'", 'ImmutableField');
@@ -515,10 +531,10 @@ export function applyUpdate(
   if (!opts.inserting) {
     // Fields an operator writes ($unset only removes; $setOnInsert writes nothing here). Only a path
     // led by `$` can break the rule, so the common update skips building the list.
-    const written = Object.entries(u).filter(([op]) => op !== '$unset' && op !== '$setOnInsert');
-    if (written.some(([, fields]) => Object.keys(fields as Doc).some((p) => p.startsWith('$')))) {
-      checkTopLevelNames(written.flatMap(([, fields]) => Object.keys(fields as Doc).map((p) => p.split('.')[0])));
-    }
+    const written = Object.entries(u)
+      .filter(([op]) => op !== '$unset' && op !== '$setOnInsert')
+      .map(([op, fields]) => (op === '$rename' ? renameDestinations(fields as Doc) : Object.keys(fields as Doc)));
+    if (written.some((paths) => paths.some((p) => p.startsWith('$')))) checkTopLevelNames(written.flat().map((p) => p.split('.')[0]));
   }
   let arrayFilters = opts.arrayFilters;
   // Expanded also without `$[` paths: array filters the update does not use are refused, as mongod does.
@@ -537,14 +553,16 @@ export function applyUpdate(
     const modified = removed.size > 0 || [...updated].some((p) => !samePathValue(original, doc, p));
     return { doc, modified, description: describe(doc, updated, removed) };
   }
-  // The rarer operators ($pop, $rename, $bit, unusual modifiers) send the whole update to mingo, which
-  // compares binary.
+  // The rarer operators ($pop, $bit, unusual modifiers) send the update to mingo, which compares
+  // binary; its $setOnInsert and $rename still run here (mingo has no $setOnInsert and refuses a
+  // `__proto__` path).
   const sortsPush = isPlainObject(u.$push) && Object.values(u.$push).some((v) => isPlainObject(v) && '$sort' in v);
   const comparing = opts.strings && (COMPARING_OPS.find((op) => op in u) ?? (sortsPush ? '$push with $sort' : undefined));
   if (comparing) throw notWithCollation(`${comparing} together with ${Object.keys(u).filter((op) => !FAST_OPS.has(op)).join(', ') || 'this update'}`);
   const doc = deepCopy(original);
-  const { $setOnInsert, ...rest } = u;
+  const { $setOnInsert, $rename, ...rest } = u;
   if ($setOnInsert && opts.inserting) applyFast(doc, { $set: $setOnInsert }, true, updated, removed);
+  if ($rename) applyFast(doc, { $rename }, false, updated, removed);
   try {
     const paths = mingoUpdate(doc, rest as any, arrayFilters, opts.filter as any, { cloneMode: 'deep' });
     for (const p of paths) updated.add(p);
@@ -577,7 +595,7 @@ function describe(doc: Doc, updated: Set<string>, removed: Set<string>): UpdateD
   const description: UpdateDescription = { updatedFields: {}, removedFields: [...removed] };
   for (const p of updated) {
     const topish = p.replace(/\.\$(\[[^\]]*\])?/g, '');
-    description.updatedFields[topish] = readPath(doc, topish);
+    setField(description.updatedFields, topish, readPath(doc, topish));
   }
   return description;
 }

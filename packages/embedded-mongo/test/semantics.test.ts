@@ -551,6 +551,20 @@ describe('__proto__ is an ordinary field name', () => {
     expect(own(back, '__proto__')).toEqual({ x: 2, y: 2 });
   });
 
+  it('is a $rename destination like any other name (__proto__ and __proto__x)', async () => {
+    const c = testDb.fresh();
+    await c.insertOne({ _id: 1 as never, a: { polluted: 1 }, b: 2, keep: 3 });
+    const res = await c.updateOne({ _id: 1 as never }, { $rename: { a: '__proto__', b: '__proto__x' } });
+    expect(res.modifiedCount).toBe(1);
+    expect(({} as Document).polluted).toBeUndefined();
+    const back = await c.findOne({ _id: 1 as never });
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+    expect(Object.keys(back!).sort()).toEqual(['__proto__', '__proto__x', '_id', 'keep']);
+    expect(own(back, '__proto__')).toEqual({ polluted: 1 });
+    expect(own(back, '__proto__x')).toBe(2);
+    expect(await c.countDocuments(JSON.parse('{"__proto__.polluted": 1}'))).toBe(1);
+  });
+
   it('inherited names are not fields', async () => {
     const c = testDb.fresh();
     await c.insertOne({ _id: 1 as never, a: 1 });

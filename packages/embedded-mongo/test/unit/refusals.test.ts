@@ -24,7 +24,6 @@ describe('refused commands and options', () => {
     { name: 'a 2dsphere index', cmd: { createIndexes: 'c', indexes: [{ key: { loc: '2dsphere' }, name: 'loc' }] }, code: 67, codeName: 'CannotCreateIndex', message: "Unknown index plugin '2dsphere'" },
     { name: 'a 2d index', cmd: { createIndexes: 'c', indexes: [{ key: { loc: '2d' }, name: 'loc' }] }, code: 67, codeName: 'CannotCreateIndex', message: "Unknown index plugin '2d'" },
     { name: 'a text index', cmd: { createIndexes: 'c', indexes: [{ key: { body: 'text' }, name: 'body' }] }, code: 67, codeName: 'CannotCreateIndex', message: "Unknown index plugin 'text'" },
-    { name: 'a hashed index', cmd: { createIndexes: 'c', indexes: [{ key: { h: 'hashed' }, name: 'h' }] }, code: 67, codeName: 'CannotCreateIndex', message: "Unknown index plugin 'hashed'" },
     { name: 'a wildcard index', cmd: { createIndexes: 'c', indexes: [{ key: { '$**': 1 }, name: 'w' }] }, code: 67, codeName: 'CannotCreateIndex', message: "Unknown index plugin 'wildcard'" },
     { name: 'a wildcard index on a sub-document', cmd: { createIndexes: 'c', indexes: [{ key: { 'a.$**': 1 }, name: 'w' }] }, code: 67, codeName: 'CannotCreateIndex', message: "Unknown index plugin 'wildcard'" },
     { name: 'a time-series collection', cmd: { create: 'ts', timeseries: { timeField: 't' } }, code: 40415, codeName: 'Location40415', message: "BSON field 'create.timeseries' is an unknown field." },
