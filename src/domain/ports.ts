@@ -1,4 +1,5 @@
 import type { KeyPrincipal, Principal } from './principal.js';
+import type { RateLimitOutcome } from './keys/rate-limit.js';
 import type { JobCreated, JobView } from './jobs/types.js';
 import type { JobRecord } from './jobs/records.js';
 
@@ -11,9 +12,15 @@ import type { JobRecord } from './jobs/records.js';
 export interface KeyAuthenticator {
   /**
    * Checks an `Authorization` header value. Throws AppError missing_authorization,
-   * invalid_api_key_format or invalid_api_key (contract texts and order).
+   * invalid_api_key_format or invalid_api_key (contract texts and order), and counts one unit against
+   * the key's rate limit (AppError rate_limited over it).
    */
   authenticate(authorization: string | undefined): Promise<KeyPrincipal>;
+  /**
+   * The same check and count (`cost` units, default 1), with the rate limit's verdict as a value (for
+   * the RateLimit headers): a refusal is `rateLimit.ok === false`, for the caller to answer with a 429.
+   */
+  authenticateWithLimit(authorization: string | undefined, cost?: number): Promise<KeyAdmission>;
   /**
    * Counts a request made with the key by other means (a client token it minted): the rate limit and
    * the key's last use, as authenticate does. Throws AppError rate_limited over the limit.
@@ -23,6 +30,12 @@ export interface KeyAuthenticator {
   isActive(keyId: string): Promise<boolean>;
   /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */
   onRevoked(listener: (keyId: string) => void): () => void;
+}
+
+/** An authenticated key and what the rate limit said of this request (null: no limit configured). */
+export interface KeyAdmission {
+  principal: KeyPrincipal;
+  rateLimit: RateLimitOutcome | null;
 }
 
 export interface CreditBalances {
