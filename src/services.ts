@@ -115,6 +115,8 @@ export interface ServiceDeps {
   role?: string;
   /** The rate limit's clock in ms (tests move it instead of sleeping); default Date.now. */
   rateLimitNow?: () => number;
+  /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
+  idempotencyLockMs?: number;
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -209,7 +211,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     jobEvents,
     health: databaseHealth(connection),
     console: consoleServices,
-    idempotency: new Idempotency({ store: idempotencyStore }),
+    idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
     async close() {
       stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.

@@ -1,4 +1,5 @@
 import type { KeyPrincipal, Principal } from './principal.js';
+import type { IdempotentAttempt } from './idempotency/service.js';
 import type { RateLimitOutcome } from './keys/rate-limit.js';
 import type { JobCreated, JobView } from './jobs/types.js';
 import type { JobRecord } from './jobs/records.js';
@@ -66,8 +67,12 @@ export interface JobPage {
 }
 
 export interface ImageJobService {
-  /** Validates `prompts`, charges one credit per prompt atomically, stores the job, queues the work. */
-  create(principal: Principal, prompts: unknown): Promise<JobCreated>;
+  /**
+   * Validates `prompts`, charges one credit per prompt atomically, stores the job, queues the work.
+   * `attempt`: the Idempotency-Key attempt it runs under (Idempotency.run hands it to the work), so a
+   * retry adopts the job an earlier attempt left instead of charging again.
+   */
+  create(principal: Principal, prompts: unknown, attempt?: IdempotentAttempt | null): Promise<JobCreated>;
   /** The caller's job. Unknown, malformed or another account's id: AppError job_not_found. */
   get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView>;
   /** Batched for DataLoader: the caller's jobs by id, null where not found / not the caller's. */

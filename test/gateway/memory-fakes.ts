@@ -212,8 +212,9 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const r = this.records.get(id);
     if (r) Object.assign(r, { state: 'done', outcome: structuredClone(outcome) });
   }
-  async release(id: string) {
-    if (this.records.get(id)?.state === 'running') this.records.delete(id);
+  async unlock(id: string, now: Date) {
+    const r = this.records.get(id);
+    if (r?.state === 'running') r.lockedUntil = now;
   }
 }
 
