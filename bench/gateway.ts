@@ -5,6 +5,8 @@
 //  1. POST /api/playground/query with the WordNet provider (auth, validation, charge, definition);
 //  2. a bare route (same server, same body, no work);
 //  3. a bare route doing one raw-driver guarded findOneAndUpdate (the charge's shape);
+//  4. the lookup of 1 on a second gateway process with the shared rate limit on
+//     (RATE_LIMIT_PER_MINUTE=1000000000: counted in MongoDB, nothing refused), against 1 (limit off);
 // and the ratio 1 / 3: the target is ≥ 80% (the gateway's own work costs less than a quarter of the
 // one database round trip it cannot avoid). Scenarios alternate in rounds, so drift hits all alike.
 // Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
@@ -92,41 +94,51 @@ async function client(): Promise<void> {
   }
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const gw = spawn(process.execPath, [...prof, '--import', 'tsx/esm', self, '--server'], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production' },
-  });
-  children.push(gw);
-  const info = JSON.parse(await firstLine(gw, (l) => l.startsWith('{'))) as { port: number; key: string; keyFeed: string };
-  console.log(`gateway: 127.0.0.1:${info.port}, key cache ${info.keyFeed === 'changestream' ? 'on (change stream)' : 'off (polling)'}`);
+  const startGateway = async (env: Record<string, string>) => {
+    const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', self, '--server'], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', ...env },
+    });
+    children.push(child);
+    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; keyFeed: string };
+    return { child, ...ready };
+  };
+  const gateway = await startGateway({});
+  // The same gateway with the shared rate limit on, so high that nothing is refused: what one counted
+  // request costs (a guarded $inc upsert in MongoDB per lookup).
+  const limited = await startGateway({ RATE_LIMIT_PER_MINUTE: '1000000000' });
+  const gw = gateway.child;
+  console.log(`gateway: 127.0.0.1:${gateway.port}, key cache ${gateway.keyFeed === 'changestream' ? 'on (change stream)' : 'off (polling)'}`);
+  console.log(`gateway with the shared rate limit on: 127.0.0.1:${limited.port}`);
   console.log(`${concurrency} connections, ${rounds} rounds × ${seconds}s per scenario, on ${(await import('node:os')).cpus().length} CPUs\n`);
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const words = ['serendipity', 'dog', 'tree', 'running', 'ocean', 'happier', 'light', 'house', 'qzxvbnmw', 'computer'];
   const all = [
-    { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query' },
-    { name: 'bare route', path: '/bench/bare' },
-    { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db' },
+    { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query', gw: gateway },
+    { name: 'bare route', path: '/bench/bare', gw: gateway },
+    { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db', gw: gateway },
+    { name: 'POST /api/playground/query, rate limit on', path: '/api/playground/query', gw: limited },
   ];
   // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
   const only = process.env.BENCH_ONLY;
   const scenarios = only === undefined ? all : [all[Number(only)]!];
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
-  const measure = async (urlPath: string, secs: number): Promise<Result> => {
-    const [g0, d0] = [await gatewayCpu(info.port, agent), cpuMicros(dbPid)];
-    const res = await load(info.port, urlPath, info.key, words, agent, concurrency, secs);
-    const [g1, d1] = [await gatewayCpu(info.port, agent), cpuMicros(dbPid)];
+  const measure = async (s: (typeof all)[number], secs: number): Promise<Result> => {
+    const [g0, d0] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
+    const res = await load(s.gw.port, s.path, s.gw.key, words, agent, concurrency, secs);
+    const [g1, d1] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
     return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
   };
   // Warm-up: JIT, connection pools, the definition cache for every word, the accounts' op lists.
-  for (let w = 0; w < 2; w++) for (const s of scenarios) await measure(s.path, 2);
+  for (let w = 0; w < 2; w++) for (const s of scenarios) await measure(s, 2);
   const perRound: Result[][] = scenarios.map(() => []);
   for (let r = 0; r < rounds; r++) {
     // The order rotates, so no scenario always runs right after the same one.
     for (let j = 0; j < scenarios.length; j++) {
       const i = (j + r) % scenarios.length;
-      perRound[i]!.push(await measure(scenarios[i]!.path, seconds));
+      perRound[i]!.push(await measure(scenarios[i]!, seconds));
     }
   }
 
@@ -157,13 +169,23 @@ async function client(): Promise<void> {
   const own = rows[0]!.gwUs - rows[2]!.gwUs;
   const roundTrip = rows[2]!.gwUs - rows[1]!.gwUs + (Number.isNaN(rows[2]!.dbUs) ? 0 : rows[2]!.dbUs);
   console.log(`gateway's own work per lookup ≈ ${own.toFixed(0)} µs CPU vs. ${roundTrip.toFixed(0)} µs CPU for one guarded findOneAndUpdate (driver + database)`);
+  const off = rows[0]!;
+  const on = rows[3];
+  if (on) {
+    console.log(
+      `shared rate limit: ${on.rps.toFixed(0)} lookups/s on vs ${off.rps.toFixed(0)} off (${((on.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
+        `gateway ${(on.gwUs - off.gwUs).toFixed(0)} µs, database ${(on.dbUs - off.dbUs).toFixed(0)} µs CPU more per lookup`,
+    );
+  }
 
   await finish(rows.some((r) => r.errors > 0));
 
   async function finish(failed: boolean): Promise<never> {
     agent.destroy();
-    gw.kill('SIGTERM');
-    await new Promise((r) => gw.once('exit', r));
+    for (const g of [gw, limited.child]) {
+      g.kill('SIGTERM');
+      await new Promise((r) => g.once('exit', r));
+    }
     for (const c of children) c.kill('SIGTERM');
     process.exit(failed ? 1 : 0);
   }

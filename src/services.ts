@@ -21,6 +21,7 @@ import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
 import { MongoIdempotencyStore } from './data/idempotency.js';
 import { MongoKeyStore } from './data/keys.js';
+import { MongoRateLimitCounter } from './data/rate-limits.js';
 import { AuditLog } from './domain/audit/service.js';
 import { withTokenBudgets } from './domain/client-tokens/budget.js';
 import { ClientTokens } from './domain/client-tokens/service.js';
@@ -35,6 +36,7 @@ import type { DefinitionProvider } from './domain/definitions/types.js';
 import { createKeyServices, type KeyManager } from './domain/keys/index.js';
 import type { KeyVerifier } from './domain/keys/verifier.js';
 import type { LastUsedRecorder } from './domain/keys/last-used.js';
+import type { RateLimiter } from './domain/keys/rate-limit.js';
 import { silentLogger, type Logger } from './domain/logger.js';
 import type { CreditBalances, DefinitionService, KeyAuthenticator } from './domain/ports.js';
 import { createDefinitionProvider } from './providers/definitions/index.js';
@@ -63,6 +65,8 @@ export interface Services {
   readonly balances: CreditBalances;
   /** Every API request's key check: 401s, rate limit, last use (REST and GraphQL). */
   readonly authenticator: KeyAuthenticator;
+  /** The per-key rate limit shared by every instance: `take(keyId, cost)` (GraphQL charges per field). */
+  readonly rateLimiter: RateLimiter;
   /** Create, list, delete keys (console and CLI only). */
   readonly keys: KeyManager;
   readonly keyVerifier: KeyVerifier;
@@ -109,6 +113,10 @@ export interface ServiceDeps {
   passwordHasher?: PasswordHasher;
   /** Names this process in the work queue; default `gateway`. */
   role?: string;
+  /** The rate limit's clock in ms (tests move it instead of sleeping); default Date.now. */
+  rateLimitNow?: () => number;
+  /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
+  idempotencyLockMs?: number;
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -126,8 +134,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const throttleStore = new MongoThrottleStore(connection);
   const idempotencyStore = new MongoIdempotencyStore(connection);
   const tokenStore = new MongoClientTokenStore(connection);
+  const rateLimits = new MongoRateLimitCounter(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore].map((store) => store.init()),
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits].map((store) =>
+      store.init(),
+    ),
   );
 
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
@@ -140,6 +151,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     audit: auditStore,
     changes: keyFeed,
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
+    rateLimits,
+    rateLimitNow: deps.rateLimitNow,
     onBackgroundError: (err) => log.warn({ err }, 'keys: background write failed'),
   });
   const provider = deps.definitionProvider ?? (await createDefinitionProvider(config));
@@ -184,6 +197,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     credits,
     balances: credits,
     authenticator: keys.authenticator,
+    rateLimiter: keys.limiter,
     keys: keys.manager,
     keyVerifier: keys.verifier,
     lastUsed: keys.lastUsed,
@@ -197,7 +211,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     jobEvents,
     health: databaseHealth(connection),
     console: consoleServices,
-    idempotency: new Idempotency({ store: idempotencyStore }),
+    idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
     async close() {
       stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.

@@ -9,6 +9,7 @@ interface IdempotencyDoc {
   fingerprint: string;
   state: 'running' | 'done';
   outcome: StoredOutcome | null;
+  ref?: string;
   lockedUntil: Date;
   expiresAt: Date;
 }
@@ -19,6 +20,7 @@ const schema = new Schema<IdempotencyDoc>(
     fingerprint: { type: String, required: true },
     state: { type: String, enum: ['running', 'done'], required: true },
     outcome: { type: Schema.Types.Mixed, default: null },
+    ref: { type: String },
     lockedUntil: { type: Date, required: true },
     expiresAt: { type: Date, required: true },
   },
@@ -66,7 +68,7 @@ export class MongoIdempotencyStore implements IdempotencyStore {
     await this.collection.updateOne({ _id: id }, { $set: { state: 'done', outcome } });
   }
 
-  async release(id: string): Promise<void> {
-    await this.collection.deleteOne({ _id: id, state: 'running' });
+  async unlock(id: string, now: Date): Promise<void> {
+    await this.collection.updateOne({ _id: id, state: 'running' }, { $set: { lockedUntil: now } });
   }
 }

@@ -31,8 +31,18 @@ export class MongoJobStore implements JobStore {
   }
 
   async markCharged(jobId: string, now: Date): Promise<boolean> {
-    const res = await this.model.updateOne({ _id: jobId, charged: false }, { $set: { charged: true, updatedAt: now } });
+    const res = await this.model.updateOne({ _id: jobId, charged: false, withdrawing: { $ne: true } }, { $set: { charged: true, updatedAt: now } });
     return res.modifiedCount === 1;
+  }
+
+  async beginWithdrawal(jobId: string): Promise<boolean> {
+    const res = await this.model.updateOne({ _id: jobId, charged: false }, { $set: { withdrawing: true } });
+    return res.matchedCount === 1;
+  }
+
+  async findByRequest(accountId: string, ref: string): Promise<JobRecord[]> {
+    const docs = await this.model.find({ request: ref, accountId }).sort({ createdAt: 1 }).lean<JobDoc[]>();
+    return docs.map(toJobRecord);
   }
 
   async findForAccount(accountId: string, jobIds: readonly string[]): Promise<JobRecord[]> {

@@ -1,4 +1,6 @@
 import type { KeyPrincipal, Principal } from './principal.js';
+import type { IdempotentAttempt } from './idempotency/service.js';
+import type { RateLimitOutcome } from './keys/rate-limit.js';
 import type { JobCreated, JobView } from './jobs/types.js';
 import type { JobRecord } from './jobs/records.js';
 
@@ -11,9 +13,15 @@ import type { JobRecord } from './jobs/records.js';
 export interface KeyAuthenticator {
   /**
    * Checks an `Authorization` header value. Throws AppError missing_authorization,
-   * invalid_api_key_format or invalid_api_key (contract texts and order).
+   * invalid_api_key_format or invalid_api_key (contract texts and order), and counts one unit against
+   * the key's rate limit (AppError rate_limited over it).
    */
   authenticate(authorization: string | undefined): Promise<KeyPrincipal>;
+  /**
+   * The same check and count (`cost` units, default 1), with the rate limit's verdict as a value (for
+   * the RateLimit headers): a refusal is `rateLimit.ok === false`, for the caller to answer with a 429.
+   */
+  authenticateWithLimit(authorization: string | undefined, cost?: number): Promise<KeyAdmission>;
   /**
    * Counts a request made with the key by other means (a client token it minted): the rate limit and
    * the key's last use, as authenticate does. Throws AppError rate_limited over the limit.
@@ -23,6 +31,12 @@ export interface KeyAuthenticator {
   isActive(keyId: string): Promise<boolean>;
   /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */
   onRevoked(listener: (keyId: string) => void): () => void;
+}
+
+/** An authenticated key and what the rate limit said of this request (null: no limit configured). */
+export interface KeyAdmission {
+  principal: KeyPrincipal;
+  rateLimit: RateLimitOutcome | null;
 }
 
 export interface CreditBalances {
@@ -53,8 +67,12 @@ export interface JobPage {
 }
 
 export interface ImageJobService {
-  /** Validates `prompts`, charges one credit per prompt atomically, stores the job, queues the work. */
-  create(principal: Principal, prompts: unknown): Promise<JobCreated>;
+  /**
+   * Validates `prompts`, charges one credit per prompt atomically, stores the job, queues the work.
+   * `attempt`: the Idempotency-Key attempt it runs under (Idempotency.run hands it to the work), so a
+   * retry adopts the job an earlier attempt left instead of charging again.
+   */
+  create(principal: Principal, prompts: unknown, attempt?: IdempotentAttempt | null): Promise<JobCreated>;
   /** The caller's job. Unknown, malformed or another account's id: AppError job_not_found. */
   get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView>;
   /** Batched for DataLoader: the caller's jobs by id, null where not found / not the caller's. */

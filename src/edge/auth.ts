@@ -2,16 +2,19 @@
  * Who is calling, decided once for every door: by API key (REST), by API key or client token
  * (`/graphql`; the WebSocket door asks the same Credentials at connection_init) or by console session
  * (cookie). A route says which it needs with `config: { auth: 'apiKey' | 'apiKeyOrToken' | 'session' }`;
- * the onRequest hook authenticates before the body is read, so a 401 comes before 415/400/413. The
+ * the onRequest hook authenticates before the body is read, so a 401 comes before 415/400/413. REST
+ * requests carry the RateLimit headers of their key's shared rate limit (429 over it). The
  * doors stay apart: an API route never looks at cookies and a console route never looks at the
  * Authorization header.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
+import { rateLimitedError } from '../domain/keys/rate-limit.js';
 import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
 import { originVerdict } from './csrf.js';
+import { rateLimitHeaders } from './rate-limit-headers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,7 +50,13 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
     reply.header('x-request-id', request.id);
     const auth = request.routeOptions.config.auth;
     if (auth === 'apiKey') {
-      request.principal = await deps.credentials.apiKey(request.headers.authorization);
+      // One unit per request, counted across every instance; the headers go on the answer, 429 or not.
+      const { principal, rateLimit } = await deps.credentials.apiKey(request.headers.authorization);
+      if (rateLimit) {
+        reply.headers(rateLimitHeaders(rateLimit));
+        if (!rateLimit.ok) throw rateLimitedError(rateLimit);
+      }
+      request.principal = principal;
     } else if (auth === 'apiKeyOrToken') {
       request.principal = await deps.credentials.graphql(request.headers.authorization, request.headers.origin);
     } else if (auth === 'session' || auth === 'optional-session') {

@@ -7,12 +7,12 @@
 import { bearerToken } from '../domain/client-tokens/format.js';
 import type { TokenCheck } from '../domain/client-tokens/service.js';
 import { AppError } from '../domain/errors.js';
-import type { KeyAuthenticator } from '../domain/ports.js';
-import type { KeyPrincipal, Principal } from '../domain/principal.js';
+import type { KeyAdmission, KeyAuthenticator } from '../domain/ports.js';
+import type { Principal } from '../domain/principal.js';
 
 export interface Credentials {
-  /** REST: an API key, or the contract's 401s. */
-  apiKey(authorization: string | undefined): Promise<KeyPrincipal>;
+  /** REST: an API key, or the contract's 401s; with its rate limit's verdict (the caller answers a refusal). */
+  apiKey(authorization: string | undefined): Promise<KeyAdmission>;
   /** `/graphql`: an API key, or a client token whose origins include `origin` (the request's Origin). */
   graphql(authorization: string | undefined, origin: string | undefined): Promise<Principal>;
   /** Called with the key id whenever a key is deleted, on any instance (its tokens end with it). */
@@ -26,7 +26,7 @@ export interface TokenVerifier {
 export function createCredentials(deps: { keys: KeyAuthenticator; tokens?: TokenVerifier }): Credentials {
   const { keys, tokens } = deps;
   return {
-    apiKey: (authorization) => keys.authenticate(authorization),
+    apiKey: (authorization) => keys.authenticateWithLimit(authorization),
     async graphql(authorization, origin) {
       const token = tokens ? bearerToken(authorization) : undefined;
       if (token === undefined) return keys.authenticate(authorization);

@@ -1,6 +1,7 @@
 import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { loadConfig } from '../config.js';
 import { AppError } from '../domain/errors.js';
+import type { IdempotentAttempt } from '../domain/idempotency/service.js';
 import { MAX_PAGE_SIZE } from '../domain/jobs/service.js';
 import type { JobCreated, JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
@@ -44,7 +45,7 @@ export class JobResolver {
     @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<JobCreated> {
-    const run = () => ctx.services.jobs.create(ctx.principal, prompts);
+    const run = (attempt: IdempotentAttempt | null) => ctx.services.jobs.create(ctx.principal, prompts, attempt);
     return (await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, run)).value;
   }
 

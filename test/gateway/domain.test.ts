@@ -5,10 +5,9 @@ import { LayeredDefinitionCache } from '../../src/domain/definitions/cache.js';
 import { DefinitionLookup } from '../../src/domain/definitions/service.js';
 import { parseKeyword } from '../../src/domain/definitions/validation.js';
 import { parseBearer } from '../../src/domain/keys/format.js';
-import { RateLimiter } from '../../src/domain/keys/rate-limit.js';
 import { createKeyServices } from '../../src/domain/keys/index.js';
 import { ScriptedProvider } from './fakes.js';
-import { ManualKeyFeed, MemoryAccountStore, MemoryAuditStore, MemoryKeyStore } from './memory-fakes.js';
+import { ManualKeyFeed, MemoryAccountStore, MemoryAuditStore, MemoryKeyStore, MemoryRateLimitCounter } from './memory-fakes.js';
 
 const actor = { actor: 'test', ip: '1.2.3.4', host: 'h' };
 
@@ -79,7 +78,7 @@ describe('key services', () => {
     const accounts = new MemoryAccountStore();
     const keys = new MemoryKeyStore();
     const audit = new MemoryAuditStore();
-    const k = createKeyServices({ keys, accounts, audit, changes: feed, ...extra });
+    const k = createKeyServices({ keys, accounts, audit, changes: feed, rateLimits: new MemoryRateLimitCounter(), ...extra });
     const acc = await accounts.create('a', 10, new Date());
     const created = await k.manager.create(acc.id, 'k', actor);
     return { keys, audit, k, acc, created, header: `Bearer ${created.key}` };
@@ -197,18 +196,6 @@ describe('key services', () => {
     expect(await code(k.manager.create(acc.id, '  ', actor))).toBe('invalid_request');
     expect(await code(k.manager.create(acc.id, 'x'.repeat(101), actor))).toBe('invalid_request');
     expect(await code(k.manager.delete('zz', actor))).toBe('invalid_request');
-  });
-});
-
-describe('RateLimiter', () => {
-  it('opens a new window after a minute', () => {
-    let now = 0;
-    const limiter = new RateLimiter(1, () => now);
-    limiter.take('k');
-    expect(() => limiter.take('k')).toThrow(AppError);
-    limiter.take('other');
-    now = 60_000;
-    expect(() => limiter.take('k')).not.toThrow();
   });
 });
 

@@ -2,6 +2,7 @@ import type { AuditEntry, AuditEntryInput, AuditFilter, AuditStore } from '../..
 import type { IdempotencyRecord, IdempotencyStore, StoredOutcome } from '../../src/domain/idempotency/service.js';
 import type { AccountRecord, AccountStore, ApplyResult } from '../../src/domain/credits/records.js';
 import type { KeyChangeFeed, KeyChangeListener, KeyRecord, KeyStore } from '../../src/domain/keys/records.js';
+import type { RateLimitCounter } from '../../src/domain/keys/rate-limit.js';
 import { utcDay, type UsageCount, type UsageRow, type UsageStore } from '../../src/domain/usage/types.js';
 
 let seq = 0;
@@ -211,7 +212,21 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const r = this.records.get(id);
     if (r) Object.assign(r, { state: 'done', outcome: structuredClone(outcome) });
   }
-  async release(id: string) {
-    if (this.records.get(id)?.state === 'running') this.records.delete(id);
+  async unlock(id: string, now: Date) {
+    const r = this.records.get(id);
+    if (r?.state === 'running') r.lockedUntil = now;
+  }
+}
+
+/** RateLimitCounter with the MongoDB counter's semantics (guarded add, a refusal adds nothing). */
+export class MemoryRateLimitCounter implements RateLimitCounter {
+  readonly counts = new Map<string, { n: number; expiresAt: Date }>();
+
+  async add(keyId: string, windowStart: Date, cost: number, limit: number, expiresAt: Date) {
+    const id = `${keyId}:${windowStart.getTime()}`;
+    const n = this.counts.get(id)?.n ?? 0;
+    if (n + cost > limit) return { accepted: false, count: n };
+    this.counts.set(id, { n: n + cost, expiresAt });
+    return { accepted: true, count: n + cost };
   }
 }

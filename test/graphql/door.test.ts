@@ -49,6 +49,10 @@ class FakeKeys implements KeyAuthenticator {
     return { accountId: k.accountId, keyId: k.keyId };
   }
   async admit() {}
+  /** No rate limit configured here. */
+  async authenticateWithLimit(header: string | undefined) {
+    return { principal: await this.authenticate(header), rateLimit: null };
+  }
   async isActive(keyId: string) {
     return [...this.keys.values()].some((k) => k.keyId === keyId && !k.deleted);
   }

@@ -26,10 +26,22 @@ export class MemoryJobStore implements JobStore {
   }
   async markCharged(id: string, now: Date) {
     const j = this.docs.get(id);
-    if (!j || j.charged) return false;
+    if (!j || j.charged || j.withdrawing) return false;
     j.charged = true;
     j.updatedAt = now;
     return true;
+  }
+  async beginWithdrawal(id: string) {
+    const j = this.docs.get(id);
+    if (!j || j.charged) return false;
+    j.withdrawing = true;
+    return true;
+  }
+  async findByRequest(accountId: string, ref: string) {
+    return [...this.docs.values()]
+      .filter((j) => j.accountId === accountId && j.request === ref)
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
+      .map((j) => this.clone(j));
   }
   async findForAccount(accountId: string, ids: readonly string[]) {
     return ids.map((id) => this.docs.get(id)).filter((j): j is JobRecord => !!j && j.accountId === accountId && j.charged).map((j) => this.clone(j));
@@ -153,6 +165,10 @@ export class MemoryCredits implements JobCredits {
     // A marker, as on the account: a late charge with the id never applies, a second void is 'voided' too.
     this.applied(accountId).add(`void:${opId}`);
     return 'voided' as const;
+  }
+  async getAccount(accountId: string) {
+    const credits = this.balances.get(accountId);
+    return credits === undefined ? null : { credits };
   }
   readonly settled: string[] = [];
   async settle(accountId: string, opId: string) {

@@ -13,6 +13,8 @@ export interface JobDoc {
   creditsUsed: number;
   creditsRefunded: number;
   charged: boolean;
+  withdrawing?: boolean;
+  request?: string;
   images: {
     index: number;
     prompt: string;
@@ -58,6 +60,8 @@ const jobSchema = new Schema<JobDoc>(
     creditsUsed: { type: Number, required: true },
     creditsRefunded: { type: Number, required: true, default: 0 },
     charged: { type: Boolean, required: true },
+    withdrawing: { type: Boolean },
+    request: { type: String },
     images: { type: [imageSchema], required: true },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
@@ -72,6 +76,8 @@ jobSchema.index({ accountId: 1, createdAt: -1, _id: -1 });
 // The sweep: non-final jobs without progress, and uncharged leftovers of crashed create requests.
 jobSchema.index({ status: 1, updatedAt: 1 });
 jobSchema.index({ charged: 1, createdAt: 1 });
+// A retry with an Idempotency-Key finds the jobs of its earlier attempts (only keyed creates set it).
+jobSchema.index({ request: 1 }, { sparse: true });
 
 export function jobModel(connection: Connection): Model<JobDoc> {
   return (connection.models.Job as Model<JobDoc> | undefined) ?? connection.model<JobDoc>('Job', jobSchema);

@@ -46,10 +46,10 @@ export function withTokenBudgets(
       getMany: jobs.getMany.bind(jobs),
       list: jobs.list.bind(jobs),
       viewOf: jobs.viewOf.bind(jobs),
-      create: (principal, prompts) => {
-        if (!principal.token) return jobs.create(principal, prompts);
+      create: (principal, prompts, attempt) => {
+        if (!principal.token) return jobs.create(principal, prompts, attempt);
         const cost = parsePrompts(prompts, limits).length;
-        return spend(principal, cost, () => jobs.create(principal, prompts));
+        return spend(principal, cost, () => jobs.create(principal, prompts, attempt));
       },
     },
   };

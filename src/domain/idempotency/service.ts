@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AppError, invalid, isAppError, type ErrorCode } from '../errors.js';
 import type { Principal } from '../principal.js';
 
@@ -12,6 +12,12 @@ export interface IdempotencyRecord {
   fingerprint: string;
   state: 'running' | 'done';
   outcome: StoredOutcome | null;
+  /**
+   * Names the work done under this record, the same for every attempt until it is done: what an
+   * attempt leaves behind (an image job) carries it, so a later attempt finds it. Records stored before
+   * it existed have none (their id serves).
+   */
+  ref?: string;
   /** A running request that has not finished by then is presumed dead; a retry may take over. */
   lockedUntil: Date;
   /** Kept this long (24 h), then removed by the database's TTL monitor. */
@@ -24,8 +30,18 @@ export interface IdempotencyStore {
   /** Takes over a running record whose lock has expired; false when someone else did (or it finished). */
   takeOver(id: string, now: Date, lockedUntil: Date): Promise<boolean>;
   complete(id: string, outcome: StoredOutcome): Promise<void>;
-  /** Forgets the key: the request failed in a way worth retrying, and nothing was charged. */
-  release(id: string): Promise<void>;
+  /** Ends the lock of a running record now: its attempt failed in a way worth retrying; the next takes over. */
+  unlock(id: string, now: Date): Promise<void>;
+}
+
+/**
+ * What the work of one attempt is told: `ref` to stamp on what it leaves behind, and whether an
+ * earlier attempt under the same key may have left something (it failed or died): then the work must
+ * look for it first and adopt or withdraw it, so that one key never pays twice.
+ */
+export interface IdempotentAttempt {
+  ref: string;
+  resumed: boolean;
 }
 
 const KEEP_MS = 24 * 3600_000;
@@ -37,51 +53,82 @@ const KEY = /^[\x21-\x7e]{1,255}$/;
  * GraphQL `idempotencyKey` argument): the first result, success or client error, is stored for 24 h per
  * account, caller and key, and replayed for the same key and input; the same key with a different input
  * is 422 `idempotency_key_reused`; a request still running with that key is 409. A retryable failure
- * (a 5xx, a 429) is not stored: the key is released and a retry runs again. Nothing is charged twice
- * for it, because a charge is only kept when the request succeeds (see withdrawJob, DefinitionLookup).
+ * (a 5xx, a 429) is not stored: the record is unlocked and a retry runs again, as a resumed attempt.
+ * An attempt that failed (or whose answer was lost with the database) may still have left work that
+ * applied, such as an accepted, charged image job: the resumed attempt gets the same `ref` and adopts
+ * that work instead of doing it again (ImageJobs.create), so one key yields at most one charge.
  */
 export class Idempotency {
   private readonly now: () => Date;
+  private readonly lockMs: number;
 
-  constructor(private readonly deps: { store: IdempotencyStore; now?: () => Date }) {
+  /** `lockMs`: how long a running request holds its key before a retry may take over (default 60 s). */
+  constructor(private readonly deps: { store: IdempotencyStore; now?: () => Date; lockMs?: number }) {
     this.now = deps.now ?? (() => new Date());
+    this.lockMs = deps.lockMs ?? LOCK_MS;
   }
 
-  async run<T>(principal: Principal, key: unknown, operation: string, input: unknown, work: () => Promise<T>): Promise<{ value: T; replayed: boolean }> {
-    if (key === undefined || key === null) return { value: await work(), replayed: false };
+  async run<T>(
+    principal: Principal,
+    key: unknown,
+    operation: string,
+    input: unknown,
+    work: (attempt: IdempotentAttempt | null) => Promise<T>,
+  ): Promise<{ value: T; replayed: boolean }> {
+    if (key === undefined || key === null) return { value: await work(null), replayed: false };
     if (typeof key !== 'string' || !KEY.test(key)) throw invalid('idempotencyKey', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
     const caller = principal.keyId ?? `console:${principal.userId ?? ''}`;
     const id = sha256(`${principal.accountId}\n${caller}\n${key}`);
     const fingerprint = sha256(`${operation}\n${JSON.stringify(input ?? null)}`);
     const now = this.now();
+    const ref = randomUUID();
     const existing = await this.deps.store.claim({
       id,
       fingerprint,
       state: 'running',
       outcome: null,
-      lockedUntil: new Date(now.getTime() + LOCK_MS),
+      ref,
+      lockedUntil: new Date(now.getTime() + this.lockMs),
       expiresAt: new Date(now.getTime() + KEEP_MS),
     });
+    let attempt: IdempotentAttempt = { ref, resumed: false };
     if (existing) {
       if (existing.fingerprint !== fingerprint) throw new AppError('idempotency_key_reused');
       if (existing.state === 'done' && existing.outcome) return { value: replay<T>(existing.outcome), replayed: true };
-      const takenOver = existing.lockedUntil <= now && (await this.deps.store.takeOver(id, now, new Date(now.getTime() + LOCK_MS)));
+      const takenOver = existing.lockedUntil <= now && (await this.deps.store.takeOver(id, now, new Date(now.getTime() + this.lockMs)));
       if (!takenOver) throw new AppError('idempotency_key_in_progress', { retryAfter: 1 });
+      attempt = { ref: existing.ref ?? id, resumed: true };
     }
     let value: T;
     try {
-      value = await work();
+      value = await work(attempt);
     } catch (err) {
       if (isAppError(err) && !err.spec.retryable) {
         await this.deps.store.complete(id, { ok: false, code: err.code, message: err.message, field: err.field ?? null });
       } else {
-        await this.deps.store.release(id).catch(() => undefined);
+        await this.unlock(id);
       }
       throw err;
     }
-    // JSON round trip: what is stored is exactly what a replay will return.
-    await this.deps.store.complete(id, { ok: true, value: JSON.parse(JSON.stringify(value)) as unknown });
+    try {
+      // JSON round trip: what is stored is exactly what a replay will return.
+      await this.deps.store.complete(id, { ok: true, value: JSON.parse(JSON.stringify(value)) as unknown });
+    } catch (err) {
+      // The work applied but its answer cannot be stored: the client gets the error, and its retry
+      // (at once if this unlock gets through, else once the lock expires) adopts the work by `ref`.
+      await this.unlock(id);
+      throw err;
+    }
     return { value, replayed: false };
+  }
+
+  /**
+   * Best effort: if the database cannot be reached the lock simply expires. The record stays (with its
+   * input and `ref`) rather than being deleted, so the retry is a resumed attempt that finds what this
+   * one may have left.
+   */
+  private async unlock(id: string): Promise<void> {
+    await this.deps.store.unlock(id, this.now()).catch(() => undefined);
   }
 }
 

@@ -34,6 +34,13 @@ export interface JobRecord {
   creditsRefunded: number;
   /** False between insert and a confirmed charge: such jobs are invisible and reconciled by the sweep. */
   charged: boolean;
+  /**
+   * Set (once, guarded on `charged: false`) by whoever withdraws the job; a withdrawing job can never be
+   * marked charged, so a withdrawal and the create request's own acceptance cannot both succeed.
+   */
+  withdrawing?: boolean;
+  /** The idempotent request that created it (its `ref`), so a retry with the same key finds it. */
+  request?: string;
   images: ImageRecord[];
   createdAt: Date;
   updatedAt: Date;
@@ -61,7 +68,12 @@ export interface JobStore {
   insert(job: JobRecord): Promise<void>;
   /** Deletes the job only while it is uncharged. */
   deleteUncharged(jobId: string): Promise<boolean>;
+  /** uncharged → charged, unless a withdrawal has begun. */
   markCharged(jobId: string, now: Date): Promise<boolean>;
+  /** Marks an uncharged job as being withdrawn (see `withdrawing`); false when it is charged or gone. */
+  beginWithdrawal(jobId: string): Promise<boolean>;
+  /** The account's jobs created under an idempotent request's `ref` (charged or not), oldest first. */
+  findByRequest(accountId: string, ref: string): Promise<JobRecord[]>;
 
   /** Charged jobs of the account. */
   findForAccount(accountId: string, jobIds: readonly string[]): Promise<JobRecord[]>;
@@ -106,6 +118,8 @@ export interface JobCredits {
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied'>;
   /** The job now records the outcome of `opId` (charged, refunded): the account may forget the id. */
   settle(accountId: string, opId: string): Promise<void>;
+  /** The balance now (an answer that adopts a job charged by an earlier attempt reports it). */
+  getAccount(accountId: string): Promise<{ credits: number } | null>;
 }
 
 /** The work queue: one entry per image. */

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, invalid, isAppError } from '../errors.js';
+import type { IdempotentAttempt } from '../idempotency/service.js';
 import type { ImageJobService, JobPage, JobUrlContext } from '../ports.js';
 import { sourceOf, type Principal } from '../principal.js';
 import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.js';
@@ -31,21 +32,23 @@ export const jobWithdrawOpId = (jobId: string) => `withdraw:${jobId}`;
  * Withdraws a job that was never accepted (its create request failed or died): its charge can never
  * apply from now on, and is given back if it did; then the job goes. Every step is once-per-op, so the
  * request itself and any number of sweeps may run it, concurrently or after a crash half way. A job
- * already accepted (marked charged) is left alone.
+ * already accepted (marked charged) is left alone; once a withdrawal has begun, the job can no longer
+ * be accepted (so a slow create request and a sweep never both win).
  */
 export async function withdrawJob(
-  deps: { jobs: Pick<JobStore, 'findById' | 'deleteUncharged'>; credits: JobCredits },
+  deps: { jobs: Pick<JobStore, 'findById' | 'beginWithdrawal' | 'deleteUncharged'>; credits: JobCredits },
   job: { id: string; accountId: string; keyId: string | null; creditsUsed: number },
 ): Promise<'voided' | 'refunded' | 'accepted'> {
-  const current = await deps.jobs.findById(job.id);
-  if (current?.charged) return 'accepted';
+  // Not marked: charged (accepted), or gone (withdrawn already; the steps below are once-per-op).
+  if (!(await deps.jobs.beginWithdrawal(job.id)) && (await deps.jobs.findById(job.id))?.charged) return 'accepted';
   const usage = { service: 'images', source: job.keyId ?? 'console' } as const;
   const outcome = await deps.credits.voidOp(job.accountId, jobChargeOpId(job.id));
   if (outcome === 'already_applied') {
     await deps.credits.refund(job.accountId, job.creditsUsed, jobWithdrawOpId(job.id), { jobId: job.id, keyId: job.keyId, reason: 'create_failed' }, usage);
   }
+  // The refund's id is never settled: with the job gone, the account's record of it is all that stops
+  // a second withdrawer (the request itself after a sweep, a retry with the key) from refunding again.
   await deps.jobs.deleteUncharged(job.id);
-  if (outcome === 'already_applied') await deps.credits.settle(job.accountId, jobWithdrawOpId(job.id));
   return outcome === 'voided' ? 'voided' : 'refunded';
 }
 
@@ -58,8 +61,17 @@ export async function withdrawJob(
 export class ImageJobs implements ImageJobService {
   constructor(private readonly deps: ImageJobServiceDeps) {}
 
-  async create(principal: Principal, input: unknown): Promise<JobCreated> {
+  /**
+   * `attempt`: the idempotent request this runs under, if any. A resumed attempt (its key was used by
+   * a request that failed or died) first adopts the job an earlier attempt got accepted, or withdraws
+   * one it left unaccepted: one key yields at most one charged job.
+   */
+  async create(principal: Principal, input: unknown, attempt?: IdempotentAttempt | null): Promise<JobCreated> {
     const prompts = parsePrompts(input, this.deps.limits);
+    if (attempt?.resumed) {
+      const adopted = await this.adoptEarlierAttempt(principal, attempt.ref);
+      if (adopted) return adopted;
+    }
     const { jobs, credits, queue } = this.deps;
     const now = new Date();
     const jobId = randomUUID();
@@ -75,6 +87,7 @@ export class ImageJobs implements ImageJobService {
       creditsUsed: n,
       creditsRefunded: 0,
       charged: false,
+      ...(attempt ? { request: attempt.ref } : {}),
       images: prompts.map((prompt, index) => ({
         index,
         prompt,
@@ -92,12 +105,12 @@ export class ImageJobs implements ImageJobService {
       completedAt: null,
     });
     const usage = { service: 'images', source: sourceOf(principal) } as const;
-    let balance: number;
+    let balance: number | null = null;
     try {
       balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId), usage);
       if (!(await jobs.markCharged(jobId, new Date()))) {
-        // The sweep judged this request dead (it took longer than the grace period) and withdrew it,
-        // so nothing was taken: the client may simply try again.
+        // The sweep (or a retry with the same key) judged this request dead and withdrew it, or the
+        // acceptance below applied already (a write retried after a lost reply): the catch tells which.
         throw new AppError('database_unavailable');
       }
     } catch (err) {
@@ -107,9 +120,13 @@ export class ImageJobs implements ImageJobService {
         throw err;
       }
       // A create answered with an error is never charged: withdraw it now (void the charge, or give it
-      // back if it applied). Best effort: whatever this cannot reach, the sweep withdraws the same way.
-      await withdrawJob({ jobs, credits }, { id: jobId, accountId: principal.accountId, keyId: principal.keyId, creditsUsed: n }).catch(() => undefined);
-      throw err;
+      // back if it applied). Best effort: whatever this cannot reach, the sweep withdraws the same way,
+      // or a retry with the same key adopts or withdraws it.
+      const outcome = await withdrawJob({ jobs, credits }, { id: jobId, accountId: principal.accountId, keyId: principal.keyId, creditsUsed: n }).catch(
+        () => 'unknown' as const,
+      );
+      // Accepted after all (only the reply was lost): the job stands and runs, so the answer is a 2xx.
+      if (outcome !== 'accepted') throw err;
     }
     // Accepted: the job is charged and visible. A failed enqueue must not turn the answer into an error
     // (a client retrying would pay twice): the sweep queues images whose queue entries are missing.
@@ -124,7 +141,23 @@ export class ImageJobs implements ImageJobService {
     // The job records the charge: the account may forget its id (after the enqueue, so the work
     // starts first). A failed settle only leaves the id on the account, within its bound.
     await credits.settle(principal.accountId, jobChargeOpId(jobId)).catch(() => undefined);
-    return { jobId, totalImages: n, creditsUsed: n, credits: balance };
+    return { jobId, totalImages: n, creditsUsed: n, credits: balance ?? (await this.balanceOf(principal.accountId)) };
+  }
+
+  /** The job an earlier attempt of this request got accepted (withdrawing any it left unaccepted), or null. */
+  private async adoptEarlierAttempt(principal: Principal, ref: string): Promise<JobCreated | null> {
+    const { jobs, credits } = this.deps;
+    for (const job of await jobs.findByRequest(principal.accountId, ref)) {
+      if (!job.charged && (await withdrawJob({ jobs, credits }, job)) !== 'accepted') continue;
+      // Its images are queued, or will be by the sweep (a lost enqueue); the charge's id may go.
+      await credits.settle(principal.accountId, jobChargeOpId(job.id)).catch(() => undefined);
+      return { jobId: job.id, totalImages: job.totalImages, creditsUsed: job.creditsUsed, credits: await this.balanceOf(principal.accountId) };
+    }
+    return null;
+  }
+
+  private async balanceOf(accountId: string): Promise<number> {
+    return (await this.deps.credits.getAccount(accountId))?.credits ?? 0;
   }
 
   async get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView> {

@@ -1,30 +1,35 @@
 import { AppError } from '../errors.js';
-import type { KeyAuthenticator } from '../ports.js';
+import type { KeyAdmission, KeyAuthenticator } from '../ports.js';
 import type { KeyPrincipal } from '../principal.js';
 import type { LastUsedRecorder } from './last-used.js';
-import type { RateLimiter } from './rate-limit.js';
+import { rateLimitedError, type RateLimiter } from './rate-limit.js';
 import type { Revocations } from './revocations.js';
 import type { KeyVerifier } from './verifier.js';
 
 /**
  * What an API door asks of keys for every request: verify the key (the contract's 401s), count it
- * against the per-key rate limit (429), note its use (lastUsedAt, coalesced).
+ * against the per-key rate limit shared by every instance (429), note its use (lastUsedAt, coalesced).
  */
 export class ApiKeyAuthenticator implements KeyAuthenticator {
   constructor(
     private readonly deps: { verifier: KeyVerifier; limiter: RateLimiter; lastUsed: LastUsedRecorder; revocations: Revocations },
   ) {}
 
-  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
+  async authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
     const result = await this.deps.verifier.verify(authorization);
     if (!result.ok) throw new AppError(result.reason);
-    await this.admit(result.principal.keyId);
-    return result.principal;
+    return { principal: result.principal, rateLimit: await this.count(result.principal.keyId, cost) };
+  }
+
+  async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
+    const { principal, rateLimit } = await this.authenticateWithLimit(authorization);
+    if (rateLimit && !rateLimit.ok) throw rateLimitedError(rateLimit);
+    return principal;
   }
 
   async admit(keyId: string): Promise<void> {
-    this.deps.limiter.take(keyId);
-    this.deps.lastUsed.note(keyId);
+    const rateLimit = await this.count(keyId, 1);
+    if (rateLimit && !rateLimit.ok) throw rateLimitedError(rateLimit);
   }
 
   isActive(keyId: string): Promise<boolean> {
@@ -33,5 +38,12 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
 
   onRevoked(listener: (keyId: string) => void): () => void {
     return this.deps.revocations.onRevoked(listener);
+  }
+
+  /** The rate limit's verdict (null: none configured, and no database work); notes an admitted use. */
+  private async count(keyId: string, cost: number) {
+    const rateLimit = this.deps.limiter.enabled ? await this.deps.limiter.take(keyId, cost) : null;
+    if (!rateLimit || rateLimit.ok) this.deps.lastUsed.note(keyId);
+    return rateLimit;
   }
 }

@@ -3,7 +3,7 @@ import type { AccountStore } from '../credits/records.js';
 import { ApiKeyAuthenticator } from './authenticator.js';
 import { LastUsedRecorder } from './last-used.js';
 import { KeyManager } from './manager.js';
-import { RateLimiter } from './rate-limit.js';
+import { RateLimiter, type RateLimitCounter } from './rate-limit.js';
 import type { KeyChangeFeed, KeyStore } from './records.js';
 import { Revocations } from './revocations.js';
 import { KeyVerifier } from './verifier.js';
@@ -17,8 +17,12 @@ export interface KeyServicesDeps {
   now?: () => Date;
   lastUsedIntervalMs?: number;
   cacheSize?: number;
-  /** Requests per minute per key on this instance; 0 or unset: unlimited. */
+  /** Units per minute per key, shared by every instance through `rateLimits`; 0 or unset: unlimited. */
   rateLimitPerMinute?: number;
+  /** The shared count (needed when rateLimitPerMinute > 0). */
+  rateLimits?: RateLimitCounter;
+  /** The rate limit's clock (ms), for tests; default Date.now. */
+  rateLimitNow?: () => number;
   onBackgroundError?: (err: unknown) => void;
 }
 
@@ -28,6 +32,8 @@ export interface KeyServices {
   readonly manager: KeyManager;
   /** Every API request: verify, rate limit, note the use (REST and GraphQL). */
   readonly authenticator: ApiKeyAuthenticator;
+  /** The per-key rate limit, for doors that count more than one unit per request (GraphQL fields). */
+  readonly limiter: RateLimiter;
   readonly verifier: KeyVerifier;
   readonly lastUsed: LastUsedRecorder;
   /** Writes pending lastUsedAt values, stops listening to the feed. */
@@ -48,10 +54,14 @@ export function createKeyServices(deps: KeyServicesDeps): KeyServices {
       revocations.announce(keyId);
     },
   });
-  const authenticator = new ApiKeyAuthenticator({ verifier, limiter: new RateLimiter(deps.rateLimitPerMinute ?? 0), lastUsed, revocations });
+  const perMinute = deps.rateLimitPerMinute ?? 0;
+  if (perMinute > 0 && !deps.rateLimits) throw new Error('a rate limit needs its shared counter (rateLimits)');
+  const limiter = new RateLimiter({ counter: deps.rateLimits ?? noCounter, perMinute, now: deps.rateLimitNow });
+  const authenticator = new ApiKeyAuthenticator({ verifier, limiter, lastUsed, revocations });
   return {
     manager,
     authenticator,
+    limiter,
     verifier,
     lastUsed,
     async close() {
@@ -60,6 +70,11 @@ export function createKeyServices(deps: KeyServicesDeps): KeyServices {
     },
   };
 }
+
+/** Never called: a limiter without a limit does no counting. */
+const noCounter: RateLimitCounter = {
+  add: () => Promise.reject(new Error('rate limit counter called with no limit configured')),
+};
 
 export type { CreatedKey, KeySummary } from './manager.js';
 export { KeyManager } from './manager.js';

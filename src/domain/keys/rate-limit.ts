@@ -1,38 +1,72 @@
 import { AppError } from '../errors.js';
 
+/** Length of one rate-limit window: the limit is per minute. */
+export const RATE_LIMIT_WINDOW_MS = 60_000;
+
 /**
- * Requests per minute per API key, counted per gateway instance (fixed one-minute windows). With N
- * instances behind a balancer a key gets up to N × the limit; a shared limit would cost a database
- * write per request, which is what this gateway avoids on its hot path.
+ * The shared count behind the rate limit (src/data/rate-limits.ts: one MongoDB document per key and
+ * window, so every gateway on the database counts against the same figure).
+ */
+export interface RateLimitCounter {
+  /**
+   * Adds `cost` to the key's count for the window that starts at `windowStart`, unless the count would
+   * then pass `limit`: one guarded atomic update. Returns whether it was added and the count after it
+   * (accepted) or as it stands (refused). `expiresAt`: when the window's count may be forgotten.
+   */
+  add(keyId: string, windowStart: Date, cost: number, limit: number, expiresAt: Date): Promise<{ accepted: boolean; count: number }>;
+}
+
+/** What a `take` decided: an expected outcome, never a throw. */
+export interface RateLimitOutcome {
+  ok: boolean;
+  /** Units per window (RATE_LIMIT_PER_MINUTE). */
+  limit: number;
+  /** Units left in this window after this request (unchanged by a refused one). */
+  remaining: number;
+  /** Seconds until the window resets (at least 1): the refusal's Retry-After. */
+  resetSeconds: number;
+}
+
+/** The window `nowMs` falls in: aligned on the minute, so every instance agrees without talking. */
+export function windowAt(nowMs: number): { start: number; resetSeconds: number } {
+  const start = Math.floor(nowMs / RATE_LIMIT_WINDOW_MS) * RATE_LIMIT_WINDOW_MS;
+  return { start, resetSeconds: Math.max(1, Math.ceil((start + RATE_LIMIT_WINDOW_MS - nowMs) / 1000)) };
+}
+
+/**
+ * Units per minute per API key, shared by every gateway on the database (client tokens count against
+ * their key). Fixed one-minute windows: one guarded update per request and an exact count, at the
+ * price of up to twice the limit in a burst that straddles a window boundary (a sliding estimate from
+ * two windows would need the previous window's count too: a second read, or a pipeline update).
+ * A refused request adds nothing, so a large cost refused leaves the rest of the window usable.
  */
 export class RateLimiter {
-  private readonly windows = new Map<string, { start: number; count: number }>();
-  private lastPrune = 0;
+  private readonly now: () => number;
 
-  constructor(
-    private readonly perMinute: number,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  /** Counts one request of `keyId`; AppError rate_limited (with Retry-After) when over the limit. */
-  take(keyId: string): void {
-    if (this.perMinute <= 0) return;
-    const now = this.now();
-    this.prune(now);
-    let window = this.windows.get(keyId);
-    if (!window || now - window.start >= 60_000) {
-      window = { start: now, count: 0 };
-      this.windows.set(keyId, window);
-    }
-    if (window.count >= this.perMinute) {
-      throw new AppError('rate_limited', { retryAfter: Math.max(1, Math.ceil((window.start + 60_000 - now) / 1000)) });
-    }
-    window.count++;
+  constructor(private readonly deps: { counter: RateLimitCounter; perMinute: number; now?: () => number }) {
+    this.now = deps.now ?? Date.now;
   }
 
-  private prune(now: number): void {
-    if (now - this.lastPrune < 60_000) return;
-    this.lastPrune = now;
-    for (const [keyId, w] of this.windows) if (now - w.start >= 60_000) this.windows.delete(keyId);
+  /** False when RATE_LIMIT_PER_MINUTE is 0: then nobody should call `take` (no database work). */
+  get enabled(): boolean {
+    return this.deps.perMinute > 0;
   }
+
+  /** Counts `cost` units (1 per request; the GraphQL door: 1 per charging field) against `keyId`. */
+  async take(keyId: string, cost = 1): Promise<RateLimitOutcome> {
+    const limit = this.deps.perMinute;
+    if (!Number.isInteger(cost) || cost < 0) throw new Error(`rate limit cost must be a non-negative integer, got ${cost}`);
+    const nowMs = this.now();
+    const window = windowAt(nowMs);
+    if (!this.enabled) return { ok: true, limit, remaining: limit, resetSeconds: window.resetSeconds };
+    // Kept one window past its end, so a slow clock on another instance still finds it.
+    const expiresAt = new Date(window.start + 2 * RATE_LIMIT_WINDOW_MS);
+    const { accepted, count } = await this.deps.counter.add(keyId, new Date(window.start), cost, limit, expiresAt);
+    return { ok: accepted, limit, remaining: Math.max(0, limit - count), resetSeconds: window.resetSeconds };
+  }
+}
+
+/** The 429 of a refused take, its Retry-After the window's reset. */
+export function rateLimitedError(outcome: RateLimitOutcome): AppError {
+  return new AppError('rate_limited', { retryAfter: outcome.resetSeconds });
 }

@@ -14,7 +14,7 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
   app.post('/api/playground/images', { config: { auth: 'apiKey' } }, async (request, reply) => {
     const body = request.body as { prompts?: unknown } | undefined;
     const prompts = body !== null && typeof body === 'object' && !Array.isArray(body) ? body.prompts : undefined;
-    const created = await idempotent(idempotency, request, reply, 'generate', prompts, () => jobs.create(request.principal!, prompts));
+    const created = await idempotent(idempotency, request, reply, 'generate', prompts, (attempt) => jobs.create(request.principal!, prompts, attempt));
     return reply.code(201).header('location', `/api/playground/images/${created.jobId}`).send(created);
   });
 

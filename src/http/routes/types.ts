@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync, FastifyPluginOptions, FastifyReply, FastifyRequest } from 'fastify';
-import type { Idempotency } from '../../domain/idempotency/service.js';
+import type { Idempotency, IdempotentAttempt } from '../../domain/idempotency/service.js';
 
 /** A REST route module: a Fastify plugin given only the interfaces its routes call. */
 export type RouteModule<Deps extends FastifyPluginOptions> = FastifyPluginAsync<Deps>;
@@ -17,7 +17,7 @@ export async function idempotent<T>(
   reply: FastifyReply,
   operation: string,
   input: unknown,
-  work: () => Promise<T>,
+  work: (attempt: IdempotentAttempt | null) => Promise<T>,
 ): Promise<T> {
   const key = request.headers['idempotency-key'];
   try {
