@@ -23,10 +23,11 @@ export interface KeyAuthenticator {
    */
   authenticateWithLimit(authorization: string | undefined, cost?: number): Promise<KeyAdmission>;
   /**
-   * Counts a request made with the key by other means (a client token it minted): the rate limit and
-   * the key's last use, as authenticate does. Throws AppError rate_limited over the limit.
+   * Counts `cost` units of the key's rate limit and notes its use, as authenticate does, for a request
+   * made by other means (a client token it minted) or for a request's further units (each charging
+   * GraphQL field). The verdict is a value (null: no limit configured); the caller answers a refusal.
    */
-  admit(keyId: string): Promise<void>;
+  admit(keyId: string, cost?: number): Promise<RateLimitOutcome | null>;
   /** True while the key exists and is not deleted (reads the database; no cache). */
   isActive(keyId: string): Promise<boolean>;
   /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */

@@ -7,10 +7,10 @@
  * doors stay apart: an API route never looks at cookies and a console route never looks at the
  * Authorization header.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
-import { rateLimitedError } from '../domain/keys/rate-limit.js';
+import { rateLimitedError, type RateLimitOutcome } from '../domain/keys/rate-limit.js';
 import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
 import { originVerdict } from './csrf.js';
@@ -49,16 +49,12 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const auth = request.routeOptions.config.auth;
-    if (auth === 'apiKey') {
+    if (auth === 'apiKey' || auth === 'apiKeyOrToken') {
+      const admission =
+        auth === 'apiKey' ? await deps.credentials.apiKey(request.headers.authorization) : await deps.credentials.graphql(request.headers.authorization, request.headers.origin);
       // One unit per request, counted across every instance; the headers go on the answer, 429 or not.
-      const { principal, rateLimit } = await deps.credentials.apiKey(request.headers.authorization);
-      if (rateLimit) {
-        reply.headers(rateLimitHeaders(rateLimit));
-        if (!rateLimit.ok) throw rateLimitedError(rateLimit);
-      }
-      request.principal = principal;
-    } else if (auth === 'apiKeyOrToken') {
-      request.principal = await deps.credentials.graphql(request.headers.authorization, request.headers.origin);
+      applyRateLimit(reply, admission.rateLimit);
+      request.principal = admission.principal;
     } else if (auth === 'session' || auth === 'optional-session') {
       // Refused before anything is read or touched: a cross-site request changes nothing.
       if (!SAFE_METHODS.has(request.method) && originVerdict(request, deps.consoleOrigins ?? []) === 'cross-site') throw new AppError('cross_site_request');
@@ -66,6 +62,13 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
       if (!request.consoleCaller && auth === 'session') throw new AppError('not_signed_in');
     }
   });
+}
+
+/** The rate limit's headers on the answer, and its refusal (429 with Retry-After) when it refused. */
+export function applyRateLimit(reply: FastifyReply, rateLimit: RateLimitOutcome | null): void {
+  if (!rateLimit) return;
+  reply.headers(rateLimitHeaders(rateLimit));
+  if (!rateLimit.ok) throw rateLimitedError(rateLimit);
 }
 
 async function resumeSession(

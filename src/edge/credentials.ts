@@ -7,14 +7,26 @@
 import { bearerToken } from '../domain/client-tokens/format.js';
 import type { TokenCheck } from '../domain/client-tokens/service.js';
 import { AppError } from '../domain/errors.js';
+import type { RateLimitOutcome } from '../domain/keys/rate-limit.js';
 import type { KeyAdmission, KeyAuthenticator } from '../domain/ports.js';
 import type { Principal } from '../domain/principal.js';
+
+/** A caller and what the rate limit said of this request (null: no limit, or a console token). */
+export interface Admission {
+  principal: Principal;
+  rateLimit: RateLimitOutcome | null;
+}
 
 export interface Credentials {
   /** REST: an API key, or the contract's 401s; with its rate limit's verdict (the caller answers a refusal). */
   apiKey(authorization: string | undefined): Promise<KeyAdmission>;
-  /** `/graphql`: an API key, or a client token whose origins include `origin` (the request's Origin). */
-  graphql(authorization: string | undefined, origin: string | undefined): Promise<Principal>;
+  /**
+   * `/graphql`: an API key, or a client token whose origins include `origin` (the request's Origin),
+   * counted as one unit of its key's rate limit (the caller answers a refusal).
+   */
+  graphql(authorization: string | undefined, origin: string | undefined): Promise<Admission>;
+  /** Further units of the caller's rate limit (each charging field past the first); null: none applies. */
+  count(principal: Principal, units: number): Promise<RateLimitOutcome | null>;
   /** Called with the key id whenever a key is deleted, on any instance (its tokens end with it). */
   onRevoked(listener: (keyId: string) => void): () => void;
 }
@@ -29,13 +41,14 @@ export function createCredentials(deps: { keys: KeyAuthenticator; tokens?: Token
     apiKey: (authorization) => keys.authenticateWithLimit(authorization),
     async graphql(authorization, origin) {
       const token = tokens ? bearerToken(authorization) : undefined;
-      if (token === undefined) return keys.authenticate(authorization);
+      if (token === undefined) return keys.authenticateWithLimit(authorization);
       const check = await tokens!.verify(token, origin);
       if (!check.ok) throw new AppError(check.reason);
       // A key's tokens count against its rate limit; the console's own tokens have no key.
-      if (check.principal.keyId !== null) await keys.admit(check.principal.keyId);
-      return check.principal;
+      const rateLimit = check.principal.keyId !== null ? await keys.admit(check.principal.keyId) : null;
+      return { principal: check.principal, rateLimit };
     },
+    count: async (principal, units) => (principal.keyId !== null && units > 0 ? keys.admit(principal.keyId, units) : null),
     onRevoked: (listener) => keys.onRevoked(listener),
   };
 }

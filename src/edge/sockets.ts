@@ -10,6 +10,7 @@ import type { IncomingMessage } from 'node:http';
 import { CloseCode } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import { AppError } from '../domain/errors.js';
+import { rateLimitedError } from '../domain/keys/rate-limit.js';
 import type { Logger } from '../domain/logger.js';
 import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
@@ -78,7 +79,8 @@ export class SocketCallers {
     const origin = request.headers.origin;
     const authenticate = async (): Promise<Principal> => {
       if (this.deps.databaseDown()) throw databaseUnavailable();
-      const principal = await this.deps.credentials.graphql(authorization, origin);
+      const { principal, rateLimit } = await this.deps.credentials.graphql(authorization, origin);
+      if (rateLimit && !rateLimit.ok) throw rateLimitedError(rateLimit);
       // A page's socket is not bound by CORS: an API key from a browser is refused outright.
       if (!principal.token && origin !== undefined) throw new AppError('api_key_in_browser');
       return principal;

@@ -1,4 +1,6 @@
+import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { ScriptedProvider } from './fakes.js';
 
@@ -78,6 +80,62 @@ describe('rate limit shared by three gateways', () => {
     const refused = await gql();
     expect(refused.status).toBe(429);
     expect(refused.headers.get('retry-after')).toBe('60');
+  });
+
+  it('every charging GraphQL field counts: 15 aliased lookups are 15 units, refused whole before anything runs', async () => {
+    clock.now = T0 + 3 * MINUTE;
+    const aliased = (n: number) => `mutation { ${Array.from({ length: n }, (_, i) => `l${i}: lookup(keyword: "w${i}") { credits }`).join(' ')} }`;
+    const gql = (query: string, headers: Record<string, string> = { authorization: `Bearer ${acc.key}` }) =>
+      fetch(`${apps[1].baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ query }) });
+    const before = (await apps[0].services.credits.balances([acc.accountId]))[0]!;
+    const over = await gql(aliased(15));
+    expect(over.status).toBe(429);
+    expect(over.headers.get('retry-after')).toBe('60');
+    expect(((await over.json()) as any).errors[0].extensions).toMatchObject({ code: 'RATE_LIMITED', reason: 'rate_limited' });
+    expect((await apps[0].services.credits.balances([acc.accountId]))[0]).toBe(before);
+    // The refused 14 added nothing: the request's own unit and 4 more fit in the window of 5.
+    const fits = await gql(aliased(4));
+    expect(fits.status).toBe(200);
+    expect(fits.headers.get('ratelimit')).toBe('"default";r=0;t=60');
+    expect(((await fits.json()) as any).data.l3.credits).toBe(before - 4);
+  });
+
+  it("a client token's requests and charging fields count against its key, over HTTP and WebSocket", async () => {
+    clock.now = T0 + 4 * MINUTE;
+    const origin = 'http://127.0.0.1:5173';
+    const { token } = await apps[0].services.clientTokens.mint({ accountId: acc.accountId, keyId: acc.keyId }, { origins: [origin] }, { actor: 'test', ip: null, host: 'test' });
+    const ws = createClient({
+      url: `${apps[2].baseUrl.replace('http', 'ws')}/graphql`,
+      webSocketImpl: class extends WebSocket {
+        constructor(url: string, protocols: string[]) {
+          super(url, protocols, { headers: { origin } });
+        }
+      },
+      connectionParams: { Authorization: `Bearer ${token}` },
+      retryAttempts: 0,
+    });
+    try {
+      const run = (query: string) =>
+        new Promise<any>((resolve) => {
+          ws.subscribe({ query }, { next: resolve, error: resolve, complete: () => undefined });
+        });
+      // connection_init counts 1, the operation 1 + 2 more for its three lookups: 4 of 5.
+      const three = await run('mutation { a: lookup(keyword: "a") { credits } b: lookup(keyword: "b") { credits } c: lookup(keyword: "c") { credits } }');
+      expect(three.data?.c?.credits, JSON.stringify(three)).toBeGreaterThan(0);
+      expect((await run('{ me { credits } }')).data?.me).toBeDefined();
+      const refused = await run('{ me { credits } }');
+      expect(refused[0] ?? refused.errors?.[0], JSON.stringify(refused)).toMatchObject({ extensions: { code: 'RATE_LIMITED' } });
+      const overHttp = await fetch(`${apps[0].baseUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, origin },
+        body: '{"query":"{ me { credits } }"}',
+      });
+      expect(overHttp.status).toBe(429);
+      expect(overHttp.headers.get('access-control-allow-origin')).toBe(origin);
+      expect(overHttp.headers.get('ratelimit')).toBe('"default";r=0;t=60');
+    } finally {
+      await ws.dispose();
+    }
   });
 
   it('a request refused before the key is known (401) carries no RateLimit headers', async () => {

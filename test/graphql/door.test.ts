@@ -48,7 +48,9 @@ class FakeKeys implements KeyAuthenticator {
     if (!k || k.deleted) throw new AppError('invalid_api_key');
     return { accountId: k.accountId, keyId: k.keyId };
   }
-  async admit() {}
+  async admit() {
+    return null;
+  }
   /** No rate limit configured here. */
   async authenticateWithLimit(header: string | undefined) {
     return { principal: await this.authenticate(header), rateLimit: null };

@@ -2,7 +2,7 @@ import { AppError } from '../errors.js';
 import type { KeyAdmission, KeyAuthenticator } from '../ports.js';
 import type { KeyPrincipal } from '../principal.js';
 import type { LastUsedRecorder } from './last-used.js';
-import { rateLimitedError, type RateLimiter } from './rate-limit.js';
+import { rateLimitedError, type RateLimitOutcome, type RateLimiter } from './rate-limit.js';
 import type { Revocations } from './revocations.js';
 import type { KeyVerifier } from './verifier.js';
 
@@ -27,9 +27,8 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
     return principal;
   }
 
-  async admit(keyId: string): Promise<void> {
-    const rateLimit = await this.count(keyId, 1);
-    if (rateLimit && !rateLimit.ok) throw rateLimitedError(rateLimit);
+  admit(keyId: string, cost = 1): Promise<RateLimitOutcome | null> {
+    return this.count(keyId, cost);
   }
 
   isActive(keyId: string): Promise<boolean> {

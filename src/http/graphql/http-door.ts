@@ -11,7 +11,7 @@
  *    cost / token limit, or a request without a CSRF-safe header; 405 for a mutation over GET;
  *    413 for a body over BODY_LIMIT_BYTES; 415 for a non-JSON POST.
  */
-import { ApolloServer, type ApolloServerPlugin } from '@apollo/server';
+import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestContextDidResolveOperation } from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -22,7 +22,11 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
+import { rateLimitedError } from '../../domain/keys/rate-limit.js';
 import { preflightRoute } from '../../edge/cors.js';
+import type { Credentials } from '../../edge/credentials.js';
+import { rateLimitHeaders } from '../../edge/rate-limit-headers.js';
+import { chargingFields } from '../../graphql/charging.js';
 import { errorHeaders, logLevelOf, toAppError } from '../../edge/errors.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql/errors.js';
@@ -31,7 +35,7 @@ import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
   app: FastifyInstance,
-  opts: { path: string; config: Config; services: GraphQLServices; execution: Execution; baseUrlOf: BaseUrlOf },
+  opts: { path: string; config: Config; services: GraphQLServices; credentials: Pick<Credentials, 'count'>; execution: Execution; baseUrlOf: BaseUrlOf },
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
   const apollo = new ApolloServer<GraphQLContext>({
@@ -54,6 +58,7 @@ export async function registerHttpDoor(
       // No fastifyApolloDrainPlugin: it closes Fastify from apollo.stop(), and here Fastify's close
       // is what stops Apollo; Fastify drains its own connections.
       logMaskedErrors(app.log),
+      countChargingFields(opts.credentials),
       // No landing page: Apollo's loads a web IDE from a CDN; the console serves an explorer instead.
       ApolloServerPluginLandingPageDisabled(),
       // No cache hints (every operation is per caller and charged): without this default plugin Apollo
@@ -107,6 +112,24 @@ export function refusalMediaType(accept: string | undefined): string {
     else if (type === 'application/json' || type === 'application/*' || type === '*/*') json = Math.max(json, type === 'application/json' ? q : q - 0.001);
   }
   return graphql > 0 && graphql >= json ? `${GRAPHQL_RESPONSE}; charset=utf-8` : 'application/json; charset=utf-8';
+}
+
+/**
+ * The shared rate limit counts every charging field: the edge counted the request as one unit, so an
+ * operation with n charging fields (aliases included) takes n - 1 more before it runs. Refused: a 429
+ * for the whole operation, nothing executed, nothing charged.
+ */
+function countChargingFields(credentials: Pick<Credentials, 'count'>): ApolloServerPlugin<GraphQLContext> {
+  const listener = {
+    async didResolveOperation({ document, operation, contextValue, response }: GraphQLRequestContextDidResolveOperation<GraphQLContext>) {
+      if (!operation) return;
+      const outcome = await credentials.count(contextValue.principal, chargingFields(document, operation) - 1);
+      if (!outcome) return;
+      for (const [name, value] of Object.entries(rateLimitHeaders(outcome))) response.http.headers.set(name, value);
+      if (!outcome.ok) throw toRequestError(rateLimitedError(outcome));
+    },
+  };
+  return { requestDidStart: async () => listener };
 }
 
 /** Logs every error that reaches the client masked, with the request id to find it by. */

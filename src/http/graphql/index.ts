@@ -44,12 +44,13 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   const { config, services } = opts;
   const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
   const execution = await buildExecution(config);
-  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, execution, baseUrlOf });
+  const credentials = opts.credentials ?? createCredentials({ keys: services.keys });
+  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, credentials, execution, baseUrlOf });
   const sockets = attachSocketDoor(app, {
     path: GRAPHQL_PATH,
     config,
     services,
-    credentials: opts.credentials ?? createCredentials({ keys: services.keys }),
+    credentials,
     execution,
     baseUrlOf,
     hostAllowed: opts.hostAllowed ?? hostPolicy(undefined),

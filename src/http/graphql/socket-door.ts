@@ -12,6 +12,8 @@ import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
+import { rateLimitedError } from '../../domain/keys/rate-limit.js';
+import { chargingFields } from '../../graphql/charging.js';
 import { refuseConnection } from '../../edge/client-errors.js';
 import type { Credentials } from '../../edge/credentials.js';
 import { SocketCallers, upgradeRefusal, type SocketCaller } from '../../edge/sockets.js';
@@ -82,6 +84,9 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         // deletion not yet announced, an expiry) and the per-key rate limit counts it.
         const refused = await caller.recheck();
         if (refused) return [requestError(refused)];
+        // Each charging field past the first is a further unit of the shared rate limit, as over HTTP.
+        const outcome = await opts.credentials.count(caller.principal, chargingFields(document, operation) - 1);
+        if (outcome && !outcome.ok) return [requestError(rateLimitedError(outcome))];
         if (operation.operation === 'subscription') {
           const over = caps.take(conn, id);
           if (over) return [requestError(over)];
