@@ -1,6 +1,6 @@
 import { Types, type Connection, type Model } from 'mongoose';
-import type { Collection, Document } from 'mongodb';
-import type { SessionRecord, SessionStore, ThrottleState, ThrottleStore, UserRecord, UserStore } from '../domain/console/records.js';
+import type { Collection, Document, Filter } from 'mongodb';
+import type { SessionRecord, SessionStore, ThrottleReservation, ThrottleState, ThrottleStore, UserRecord, UserStore } from '../domain/console/records.js';
 import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
 import {
   consoleSessionModel,
@@ -129,38 +129,62 @@ export class MongoThrottleStore implements ThrottleStore {
     return doc ? toThrottle(doc) : null;
   }
 
-  async fail(subject: string, at: Date, windowStart: Date): Promise<ThrottleState> {
+  async reserve(subject: string, at: Date, windowStart: Date, max: number): Promise<ThrottleReservation> {
     const expiresAt = new Date(at.getTime() + THROTTLE_MEMORY_MS);
-    // Two guarded updates, each atomic: count within the current window, or open a new one. A race
-    // between the two ends in a duplicate-key insert, and the loop counts again.
+    const unlocked: Filter<SignInThrottleDoc> = { $or: [{ lockedUntil: null }, { lockedUntil: { $lte: at } }] };
+    // Under the limit, or past an expired lock with nothing pending (one attempt at a time, whose
+    // failure locks again for longer).
+    const allowed: Filter<SignInThrottleDoc> = { $or: [{ failures: { $lt: max } }, { pending: { $not: { $gt: 0 } } }] };
+    // Two guarded updates, each atomic: reserve within the current window, or open a new one. A race
+    // between the two ends in a duplicate-key insert; then the stored state says why, or we try again.
     for (let attempt = 0; attempt < 3; attempt++) {
       const within = await this.collection.findOneAndUpdate(
-        { _id: subject, windowStart: { $gt: windowStart } },
-        { $inc: { failures: 1 }, $set: { expiresAt } },
-        { returnDocument: 'after' },
+        { _id: subject, windowStart: { $gt: windowStart }, $and: [unlocked, allowed] },
+        { $inc: { failures: 1, pending: 1 }, $set: { expiresAt } },
       );
-      if (within) return toThrottle(within);
+      if (within) return { reserved: true };
       try {
         const opened = await this.collection.findOneAndUpdate(
-          { _id: subject, windowStart: { $lte: windowStart } },
-          { $set: { failures: 1, windowStart: at, expiresAt }, $setOnInsert: { lockouts: 0, lockedUntil: null } },
+          { _id: subject, windowStart: { $lte: windowStart }, ...unlocked },
+          { $set: { failures: 1, pending: 1, windowStart: at, expiresAt }, $setOnInsert: { lockouts: 0, lockedUntil: null } },
           { upsert: true, returnDocument: 'after' },
         );
-        if (opened) return toThrottle(opened);
+        if (opened) return { reserved: true };
       } catch (err) {
         if ((err as { code?: number }).code !== DUPLICATE_KEY) throw err;
       }
+      const state = await this.get(subject);
+      if (state && refuses(state, at, windowStart, max)) return { reserved: false, state };
     }
-    throw new Error(`sign-in throttle: could not count a failure of ${subject}`);
+    throw new Error(`sign-in throttle: could not reserve an attempt of ${subject}`);
   }
 
-  async lock(subject: string, until: Date): Promise<void> {
-    await this.collection.updateOne({ _id: subject }, { $max: { lockedUntil: until }, $inc: { lockouts: 1 } });
+  async judgedWrong(subject: string): Promise<ThrottleState | null> {
+    const doc = await this.collection.findOneAndUpdate({ _id: subject, pending: { $gt: 0 } }, { $inc: { pending: -1 } }, { returnDocument: 'after' });
+    return doc ? toThrottle(doc) : null;
   }
 
-  async clear(subject: string): Promise<void> {
-    await this.collection.deleteOne({ _id: subject });
+  async release(subject: string): Promise<void> {
+    await this.collection.updateOne({ _id: subject, pending: { $gt: 0 } }, { $inc: { failures: -1, pending: -1 } });
   }
+
+  async lock(subject: string, at: Date, until: Date): Promise<void> {
+    // Guarded: attempts judged together lock once, not once each (each lock-out doubles the next).
+    await this.collection.updateOne({ _id: subject, $or: [{ lockedUntil: null }, { lockedUntil: { $lte: at } }] }, { $set: { lockedUntil: until }, $inc: { lockouts: 1 } });
+  }
+
+  async forgive(subject: string): Promise<void> {
+    // An update pipeline: failures become the other attempts still pending, in one atomic step.
+    await this.collection.updateOne({ _id: subject, pending: { $gt: 0 } }, [
+      { $set: { failures: { $subtract: ['$pending', 1] }, pending: { $subtract: ['$pending', 1] }, lockouts: 0, lockedUntil: null } },
+    ]);
+  }
+}
+
+/** Whether a stored state refuses a new attempt (the same conditions as reserve's, read back). */
+function refuses(state: ThrottleState, at: Date, windowStart: Date, max: number): boolean {
+  if (state.lockedUntil && state.lockedUntil > at) return true;
+  return state.windowStart > windowStart && state.failures >= max && state.pending > 0;
 }
 
 function toUser(d: ConsoleUserDoc): UserRecord {
@@ -184,5 +208,5 @@ function toSession(d: ConsoleSessionDoc): SessionRecord {
 }
 
 function toThrottle(d: SignInThrottleDoc): ThrottleState {
-  return { failures: d.failures, windowStart: d.windowStart, lockouts: d.lockouts ?? 0, lockedUntil: d.lockedUntil ?? null };
+  return { failures: d.failures, pending: d.pending ?? 0, windowStart: d.windowStart, lockouts: d.lockouts ?? 0, lockedUntil: d.lockedUntil ?? null };
 }

@@ -25,10 +25,15 @@ export interface ConsoleSessionDoc {
   csrfToken: string;
 }
 
-/** Failed sign-ins of one email (hashed) or IP address (collection `signin_throttle`). */
+/**
+ * Sign-in attempts of one email (hashed) or IP address (collection `signin_throttle`): failures,
+ * counted when an attempt is reserved (pending until its password is checked).
+ */
 export interface SignInThrottleDoc {
   _id: string;
   failures: number;
+  /** Absent in documents written before attempts were reserved: read as 0. */
+  pending?: number;
   windowStart: Date;
   lockouts: number;
   lockedUntil: Date | null;
@@ -71,6 +76,7 @@ const throttleSchema = new Schema<SignInThrottleDoc>(
   {
     _id: { type: String, required: true },
     failures: { type: Number, required: true },
+    pending: { type: Number, default: 0 },
     windowStart: { type: Date, required: true },
     lockouts: { type: Number, default: 0 },
     lockedUntil: { type: Date, default: null },

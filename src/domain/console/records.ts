@@ -46,20 +46,40 @@ export interface SessionStore {
   deleteForUser(userId: string, except?: string): Promise<number>;
 }
 
-/** Failed sign-ins of one subject (an email or an IP address) in the current window. */
+/**
+ * Sign-in attempts of one subject (an email or an IP address) in the current window. An attempt counts
+ * as a failure from the moment it is reserved, before its password is checked: concurrent attempts
+ * cannot all slip under the limit. A right password gives its count back.
+ */
 export interface ThrottleState {
+  /** Failed attempts in the window, the ones still being judged included. */
   failures: number;
+  /** Attempts reserved and not yet judged. */
+  pending: number;
   windowStart: Date;
   /** Lock-outs so far (each one longer than the last). */
   lockouts: number;
   lockedUntil: Date | null;
 }
 
+export type ThrottleReservation = { reserved: true } | { reserved: false; state: ThrottleState };
+
 export interface ThrottleStore {
-  get(subject: string): Promise<ThrottleState | null>;
-  /** Counts one failure atomically, opening a new window when the last began before `windowStart`. */
-  fail(subject: string, at: Date, windowStart: Date): Promise<ThrottleState>;
-  /** Sets the lock of a subject (only ever extends it) and counts the lock-out. */
-  lock(subject: string, until: Date): Promise<void>;
-  clear(subject: string): Promise<void>;
+  /**
+   * One guarded update: reserves an attempt (counted as a failure and pending) unless the subject is
+   * locked at `at`, or already has `max` failures in the window (an expired lock lets one attempt at a
+   * time through). A window that began before `windowStart` is replaced by a new one.
+   */
+  reserve(subject: string, at: Date, windowStart: Date, max: number): Promise<ThrottleReservation>;
+  /** A reserved attempt was judged wrong: it stays a failure. Null when the subject was cleared meanwhile. */
+  judgedWrong(subject: string): Promise<ThrottleState | null>;
+  /** A reserved attempt is given back (judged right, or refused by another subject's limit). */
+  release(subject: string): Promise<void>;
+  /** Locks the subject until `until` and counts the lock-out, unless it is already locked at `at`. */
+  lock(subject: string, at: Date, until: Date): Promise<void>;
+  /**
+   * A reserved attempt was judged right: the failures judged so far, the lock and the lock-outs are
+   * forgotten; other attempts still pending stay counted.
+   */
+  forgive(subject: string): Promise<void>;
 }

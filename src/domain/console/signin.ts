@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import type { PasswordHasher } from './passwords.js';
 import { MAX_PASSWORD_LENGTH } from './passwords.js';
-import type { ThrottleStore, UserStore } from './records.js';
+import type { ThrottleStore, UserRecord, UserStore } from './records.js';
 import type { ClientMeta, ConsoleCaller, SessionRecordLike, SessionService } from './sessions.js';
 
 export interface ThrottlePolicy {
@@ -61,21 +61,31 @@ export class SignInService {
     const subjects = [`email:${digest(address)}`, ...(meta.ip ? [`ip:${meta.ip}`] : [])];
     const now = this.now();
 
-    const locked = await this.lockedFor(subjects, now);
-    if (locked > 0) {
+    // The attempt is counted before the password is checked (one guarded update per subject), so a
+    // burst cannot be judged past the limit, and a refused attempt costs no hash.
+    const refusedFor = await this.reserve(subjects, now, policy);
+    if (refusedFor > 0) {
       await this.audit('console.sign_in_failed', null, address, meta, { reason: 'throttled' });
-      return { ok: false, reason: 'throttled', retryAfterSeconds: locked };
+      return { ok: false, reason: 'throttled', retryAfterSeconds: refusedFor };
     }
 
-    const user = address ? await this.deps.users.findByEmail(address) : null;
-    // Same work whether or not the email exists.
-    const valid = await this.deps.hasher.verify(user?.passwordHash ?? (await this.standInHash()), secret);
+    let user: UserRecord | null;
+    let valid: boolean;
+    try {
+      user = address ? await this.deps.users.findByEmail(address) : null;
+      // Same work whether or not the email exists.
+      valid = await this.deps.hasher.verify(user?.passwordHash ?? (await this.standInHash()), secret);
+    } catch (err) {
+      await Promise.all(subjects.map((s) => this.deps.throttle.release(s)));
+      throw err;
+    }
     if (!user || !valid || secret === '') {
-      await this.countFailure(subjects, now, policy);
+      await Promise.all(subjects.map((s) => this.judgedWrong(s, now, policy)));
       await this.audit('console.sign_in_failed', user?.accountId ?? null, address, meta, { reason: user ? 'wrong_password' : 'unknown_email' });
       return { ok: false, reason: 'invalid' };
     }
-    await this.deps.throttle.clear(subjects[0]!);
+    // The email's failures are forgotten; the address only gets this attempt back.
+    await Promise.all([this.deps.throttle.forgive(subjects[0]!), ...subjects.slice(1).map((s) => this.deps.throttle.release(s))]);
     const { token, caller } = await this.deps.sessions.start(user, meta);
     await this.audit('console.signed_in', user.accountId, user.email, meta, { userId: user.id });
     return { ok: true, token, caller };
@@ -92,24 +102,28 @@ export class SignInService {
     return this.deps.audit.record({ ...entry, event: 'console.session_ended', accountId }, this.now());
   }
 
-  private async lockedFor(subjects: string[], now: Date): Promise<number> {
-    const states = await Promise.all(subjects.map((s) => this.deps.throttle.get(s)));
-    const until = Math.max(0, ...states.map((s) => s?.lockedUntil?.getTime() ?? 0));
-    return until > now.getTime() ? Math.ceil((until - now.getTime()) / 1000) : 0;
+  /** Reserves an attempt of every subject; 0, or the seconds to wait (nothing stays reserved then). */
+  private async reserve(subjects: string[], now: Date, policy: ThrottlePolicy): Promise<number> {
+    const windowStart = new Date(now.getTime() - policy.windowMs);
+    const results = await Promise.all(subjects.map((s) => this.deps.throttle.reserve(s, now, windowStart, maxFor(s, policy))));
+    let wait = 0;
+    for (const r of results) {
+      if (r.reserved) continue;
+      const { lockedUntil, lockouts } = r.state;
+      // Locked: until the lock ends. Full of attempts still being judged: the lock their failure
+      // would bring.
+      const ms = lockedUntil && lockedUntil > now ? lockedUntil.getTime() - now.getTime() : lockMs(lockouts, policy);
+      wait = Math.max(wait, Math.ceil(ms / 1000));
+    }
+    if (wait > 0) await Promise.all(subjects.filter((_, i) => results[i]!.reserved).map((s) => this.deps.throttle.release(s)));
+    return wait;
   }
 
-  private async countFailure(subjects: string[], now: Date, policy: ThrottlePolicy): Promise<void> {
-    const windowStart = new Date(now.getTime() - policy.windowMs);
-    await Promise.all(
-      subjects.map(async (subject) => {
-        const state = await this.deps.throttle.fail(subject, now, windowStart);
-        const max = subject.startsWith('email:') ? policy.maxFailuresPerEmail : policy.maxFailuresPerIp;
-        if (state.failures >= max) {
-          const lockMs = Math.min(policy.maxLockMs, policy.firstLockMs * 2 ** state.lockouts);
-          await this.deps.throttle.lock(subject, new Date(now.getTime() + lockMs));
-        }
-      }),
-    );
+  private async judgedWrong(subject: string, now: Date, policy: ThrottlePolicy): Promise<void> {
+    const state = await this.deps.throttle.judgedWrong(subject);
+    if (state && state.failures >= maxFor(subject, policy)) {
+      await this.deps.throttle.lock(subject, now, new Date(now.getTime() + lockMs(state.lockouts, policy)));
+    }
   }
 
   private standInHash(): Promise<string> {
@@ -122,6 +136,15 @@ export class SignInService {
       this.now(),
     );
   }
+}
+
+function maxFor(subject: string, policy: ThrottlePolicy): number {
+  return subject.startsWith('email:') ? policy.maxFailuresPerEmail : policy.maxFailuresPerIp;
+}
+
+/** The next lock-out's length: the first, doubled for each one before, at most maxLockMs. */
+function lockMs(lockouts: number, policy: ThrottlePolicy): number {
+  return Math.min(policy.maxLockMs, policy.firstLockMs * 2 ** lockouts);
 }
 
 function digest(value: string): string {
