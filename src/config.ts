@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -11,6 +12,45 @@ const bool = (dflt: boolean) =>
     .transform((v) => (v === undefined ? dflt : v === 'true' || v === '1' || v === 'yes'));
 
 const int = (dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(dflt);
+
+const TRUST_PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** One trusted proxy: an IP address, a CIDR range, or one of proxy-addr's names (`loopback`, …). */
+function isProxyAddress(entry: string): boolean {
+  if (TRUST_PROXY_NAMES.has(entry)) return true;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128));
+}
+
+/**
+ * Fastify's trustProxy, without `true`: trusting every hop would let a client pick its own address
+ * (the left-most X-Forwarded-For is whatever it wrote). false, a hop count, or the proxies' addresses.
+ */
+const trustProxy = z
+  .string()
+  .optional()
+  .transform((v, ctx): false | number | string[] => {
+    const value = (v ?? 'false').trim().toLowerCase();
+    if (value === 'false' || value === '0') return false;
+    if (/^\d{1,2}$/.test(value)) return Number(value);
+    if (value === 'true') {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'true would trust every hop, so a client could choose its own address (the left-most X-Forwarded-For); set the number of proxies in front of the gateway (TRUST_PROXY=1 behind one load balancer) or their addresses (TRUST_PROXY=10.0.0.0/8,127.0.0.1)',
+      });
+      return z.NEVER;
+    }
+    const entries = value.split(',').map((e) => e.trim());
+    const wrong = entries.filter((e) => !isProxyAddress(e));
+    if (wrong.length > 0) {
+      ctx.addIssue({ code: 'custom', message: `must be false, a hop count, or IP addresses/CIDR ranges, comma-separated (not ${wrong.map((w) => JSON.stringify(w)).join(', ')})` });
+      return z.NEVER;
+    }
+    return entries;
+  });
 
 const url = z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http(s) URL');
 
@@ -88,8 +128,8 @@ const schema = z
     /** SIGTERM: how long requests in flight, running images and closing the database may take in all. */
     SHUTDOWN_TIMEOUT_MS: int(25_000, 1000),
 
-    /** Behind a reverse proxy: take the client's address and protocol from X-Forwarded-For/-Proto. */
-    TRUST_PROXY: bool(false),
+    /** Behind reverse proxies: how many, or their addresses (then X-Forwarded-For/-Proto are read). */
+    TRUST_PROXY: trustProxy,
     CONSOLE_SESSION_IDLE_MINUTES: int(30, 1, 24 * 60),
     CONSOLE_SESSION_MAX_HOURS: int(12, 1, 24 * 30),
     /** The console warns when the balance is below this. */

@@ -24,6 +24,7 @@ import { createCredentials } from '../edge/credentials.js';
 import { registerDatabaseGate } from '../edge/database.js';
 import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
+import { trustProxyOption } from '../edge/proxy.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
@@ -58,9 +59,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
     },
     requestIdHeader: false,
-    // Only behind a proxy the operator runs: then the client's address and protocol are the
-    // forwarded ones (the first untrusted hop), for audit entries and Secure cookies.
-    trustProxy: config.TRUST_PROXY,
+    // Only behind proxies the operator runs: then the client's address and protocol are the
+    // forwarded ones (the first untrusted hop), for audit entries, per-IP limits and Secure cookies.
+    trustProxy: trustProxyOption(config.TRUST_PROXY),
     // maxParamLength: a parameter as long as any URL Node accepts (16 KiB of headers) reaches its
     // route, so an overlong job id is the route's 404 after authentication, not the router's 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },

@@ -9,7 +9,7 @@ import { consoleGet, consolePost, createConsoleUser, sameOrigin, signIn } from '
 
 let t: TestApp;
 beforeAll(async () => {
-  t = await startTestApp({ TRUST_PROXY: 'true' });
+  t = await startTestApp({ TRUST_PROXY: '1' });
 });
 afterAll(async () => {
   await t?.close();
