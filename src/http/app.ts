@@ -25,6 +25,7 @@ import { registerDatabaseGate } from '../edge/database.js';
 import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
 import { trustProxyOption } from '../edge/proxy.js';
+import { requestLogFields } from '../edge/request-log.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
@@ -51,7 +52,13 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   const app = Fastify({
     ...(opts.logger
       ? { loggerInstance: opts.logger }
-      : { logger: opts.logger === false || config.LOG_LEVEL === 'silent' ? false : { level: config.LOG_LEVEL, ...(opts.logStream ? { stream: opts.logStream } : {}) } }),
+      : {
+          logger:
+            opts.logger === false || config.LOG_LEVEL === 'silent'
+              ? false
+              : // Request lines keep the path, not the secrets some query strings carry (signed image URLs).
+                { level: config.LOG_LEVEL, serializers: { req: requestLogFields }, ...(opts.logStream ? { stream: opts.logStream } : {}) },
+        }),
     bodyLimit: config.BODY_LIMIT_BYTES,
     // A client's X-Request-Id is kept when it is sane, so calls can be traced across systems.
     genReqId: (req) => {
