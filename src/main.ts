@@ -8,14 +8,14 @@ import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { EmbeddedMongo } from '@credit-gateway/embedded-mongo';
+import type { Connection } from 'mongoose';
 import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
 import { connectDatabase, isDatabaseUnavailableError } from './data/connection.js';
+import { MongoSeedClaimStore } from './data/demo-seed-claim.js';
+import { DEMO_CREDITS, DemoSeeder, type DemoAccount } from './domain/demo/seed.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
-
-const DEMO_CREDITS = 100;
-const DEMO_EMAIL = 'demo@example.com';
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
   const services = await buildServices(config, { connection });
-  const demo = await createDemoAccount(services);
+  const demo = await createDemoAccount(services, connection);
 
   const app = await buildApp({ config, services });
   // The same backstop as a standalone worker's: a database error that escapes a background task
@@ -101,18 +101,16 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
-/**
- * A newcomer can call the API and sign in to the console at once: on an empty database, one account
- * with a key and a console user with a random password (returned to print once).
- */
-async function createDemoAccount(services: Services): Promise<{ key: string; email: string; password: string } | null> {
-  if (!(await services.credits.isEmpty())) return null;
-  const actor = { actor: 'gateway:demo-bootstrap', ip: null, host: hostname() };
-  const account = await services.credits.createAccount('Demo account', DEMO_CREDITS, actor);
-  const key = await services.keys.create(account.id, 'demo key', actor);
-  const password = randomBytes(12).toString('base64url');
-  const user = await services.console.users.create(account.id, DEMO_EMAIL, password, actor);
-  return { key: key.key, email: user.email, password };
+/** The demo, seeded by whichever instance claims it first (see DemoSeeder). */
+function createDemoAccount(services: Services, connection: Connection): Promise<DemoAccount | null> {
+  return new DemoSeeder({
+    claims: new MongoSeedClaimStore(connection),
+    credits: services.credits,
+    keys: services.keys,
+    users: services.console.users,
+    actor: { actor: 'gateway:demo-bootstrap', ip: null, host: hostname() },
+    holder: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,
+  }).seed();
 }
 
 function say(message: string): void {

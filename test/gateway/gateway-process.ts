@@ -26,7 +26,11 @@ export interface GatewayProcess {
   dispose(): Promise<void>;
 }
 
-export async function startGatewayProcess(env: Record<string, string> = {}): Promise<GatewayProcess> {
+/**
+ * `env.MONGODB_URI` set: the gateway uses that database instead of an embedded one. `demoKey: false`:
+ * do not wait for a demo key (the database may not be empty, or another instance seeds it); `key` is ''.
+ */
+export async function startGatewayProcess(env: Record<string, string> = {}, opts: { demoKey?: boolean } = {}): Promise<GatewayProcess> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'gateway-proc-'));
   const environment: NodeJS.ProcessEnv = {
     ...process.env,
@@ -38,7 +42,7 @@ export async function startGatewayProcess(env: Record<string, string> = {}): Pro
     LOG_LEVEL: 'info',
     ...env,
   };
-  delete environment.MONGODB_URI;
+  if (!env.MONGODB_URI) delete environment.MONGODB_URI;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   const waiting: { re: RegExp; resolve: (line: string) => void }[] = [];
@@ -67,7 +71,7 @@ export async function startGatewayProcess(env: Record<string, string> = {}): Pro
   };
   try {
     const base = /^Gateway listening on (\S+) /.exec(await line(/^Gateway listening on /))![1]!;
-    const key = /^\s+(wi_live_[0-9a-f]{64})$/.exec(await line(/^\s+wi_live_/))![1]!;
+    const key = opts.demoKey === false ? '' : /^\s+(wi_live_[0-9a-f]{64})$/.exec(await line(/^\s+wi_live_/))![1]!;
     return { child, lines, base, port: Number(new URL(base).port), key, line, closed, stderr: () => stderr, dispose };
   } catch (err) {
     await dispose();
