@@ -1,7 +1,7 @@
 /**
  * Gateway entry (`npm start`): config → database → services → buildApp → listen; graceful shutdown.
  * Without MONGODB_URI it starts the embedded MongoDB-compatible server, persisting in DATA_DIR/db, and
- * on an empty database creates a demo account and prints its key once.
+ * on an empty database (not in production) creates a demo account and prints its key once.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
@@ -36,7 +36,8 @@ async function main(): Promise<void> {
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
   const services = await buildServices(config, { connection });
-  const demo = await createDemoAccount(services, connection);
+  // Production never gets a demo: its key and password would be printed into the process's logs.
+  const demo = config.NODE_ENV === 'production' ? null : await createDemoAccount(services, connection);
 
   const app = await buildApp({ config, services });
   // The same backstop as a standalone worker's: a database error that escapes a background task
@@ -51,6 +52,9 @@ async function main(): Promise<void> {
   const { port } = app.server.address() as { port: number };
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
   say(`Gateway listening on ${base} (services: ${config.SERVICES.join(', ')}).`);
+  if (config.NODE_ENV === 'production' && (await services.credits.isEmpty())) {
+    say('Empty database: no demo account in production; create accounts and keys with the admin CLI (npm run cli).');
+  }
   if (demo) {
     say(`Empty database: created a demo account with ${DEMO_CREDITS} credits. Its API key, shown only this once:\n\n    ${demo.key}\n`);
     say(`Try: curl -s -X POST ${base}/api/playground/query -H "Authorization: Bearer ${demo.key}" -H 'Content-Type: application/json' -d '{"keyword":"serendipity"}'`);

@@ -52,6 +52,24 @@ describe('two gateways started together on an empty database', () => {
   });
 });
 
+describe('NODE_ENV=production', () => {
+  it('seeds no demo on an empty database and prints no key or password', async () => {
+    const dbName = freshDbName();
+    const env = { NODE_ENV: 'production', MONGODB_URI: `${inject('mongoUri').replace(/\/?$/, '/')}${dbName}`, PUBLIC_BASE_URL: 'https://api.example.com', IN_PROCESS_WORKER: 'false' };
+    const gw = await startGatewayProcess(env, { demoKey: false });
+    cleanup.push(() => gw.dispose());
+    expect((await fetch(`${gw.base}/readyz`)).status).toBe(200);
+    await gw.line(/"incoming request"/);
+    const output = gw.lines.join('\n');
+    expect(output).not.toMatch(/wi_live_|password/);
+    expect(output).toMatch(/no demo account in production/);
+    const connection = await connectDatabase(inject('mongoUri'), { dbName });
+    cleanup.push(() => connection.close());
+    expect(await connection.db!.collection('accounts').countDocuments()).toBe(0);
+    expect(await connection.db!.collection('console_users').countDocuments()).toBe(0);
+  });
+});
+
 describe('DemoSeeder', () => {
   let t: TestApp;
   let clock = Date.UTC(2026, 0, 1);
