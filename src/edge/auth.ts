@@ -28,9 +28,9 @@ declare module 'fastify' {
   }
 }
 
-/** The console's session cookie: `__Host-` prefixed (and Secure) when served over HTTPS. */
-export function sessionCookieName(request: Pick<FastifyRequest, 'protocol'>): string {
-  return request.protocol === 'https' ? '__Host-console_session' : 'console_session';
+/** The console's session cookie: `__Host-` prefixed (and Secure) when served over HTTPS (src/edge/https.ts). */
+export function sessionCookieName(request: Pick<FastifyRequest, 'servedOverHttps'>): string {
+  return request.servedOverHttps ? '__Host-console_session' : 'console_session';
 }
 
 export interface EdgeAuthDeps {

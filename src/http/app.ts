@@ -24,6 +24,7 @@ import { createCredentials } from '../edge/credentials.js';
 import { registerDatabaseGate } from '../edge/database.js';
 import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
+import { registerHttps } from '../edge/https.js';
 import { trustProxyOption } from '../edge/proxy.js';
 import { requestLogFields } from '../edge/request-log.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
@@ -95,6 +96,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     const report = opts.onRoute;
     app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
   }
+  registerHttps(app, config.PUBLIC_BASE_URL);
   registerDraining(app);
   // Before every refusal, so that browser apps can read theirs.
   registerCors(app);

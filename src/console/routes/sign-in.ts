@@ -52,7 +52,7 @@ function clearSessionCookie(reply: FastifyReply, request: FastifyRequest): void 
 }
 
 function cookieOptions(request: FastifyRequest) {
-  return { httpOnly: true, sameSite: 'strict' as const, path: '/', secure: request.protocol === 'https' };
+  return { httpOnly: true, sameSite: 'strict' as const, path: '/', secure: request.servedOverHttps };
 }
 
 /** Only console paths: a `next` parameter never sends anyone to another site. */

@@ -1,0 +1,23 @@
+/**
+ * Whether the client reached the gateway over HTTPS, decided once for every door: PUBLIC_BASE_URL is
+ * https (TLS ends at a load balancer in front, whatever the last hop says), or the request's own
+ * protocol is (TLS here, or a trusted proxy's X-Forwarded-Proto). The console's cookie is Secure and
+ * `__Host-` prefixed then.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The client called over HTTPS (see src/edge/https.ts). */
+    servedOverHttps: boolean;
+  }
+}
+
+export function registerHttps(app: FastifyInstance, publicBaseUrl: string | undefined): void {
+  const publicHttps = publicBaseUrl !== undefined && new URL(publicBaseUrl).protocol === 'https:';
+  app.decorateRequest('servedOverHttps', {
+    getter(this: FastifyRequest) {
+      return publicHttps || this.protocol === 'https';
+    },
+  });
+}
