@@ -1,11 +1,13 @@
 /**
  * Served over HTTPS (PUBLIC_BASE_URL is https, or the request's protocol is): the console's session
- * cookie is Secure and `__Host-` prefixed. Over plain HTTP it is not.
+ * cookie is Secure and `__Host-` prefixed, and every answer carries Strict-Transport-Security. Over
+ * plain HTTP neither.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { consoleGet, createConsoleUser, signIn } from '../helpers/console.js';
 
+const HSTS = 'max-age=31536000; includeSubDomains';
 let httpsBase: TestApp;
 let plain: TestApp;
 let proxied: TestApp;
@@ -35,22 +37,34 @@ describe('PUBLIC_BASE_URL https, TRUST_PROXY unset', () => {
     const out = await fetch(`${httpsBase.baseUrl}/console/sign-out`, { method: 'POST', redirect: 'manual', headers: { cookie: res.cookie!, origin: 'https://console.example.com', 'sec-fetch-site': 'same-origin' } });
     expect(out.headers.getSetCookie().join()).toMatch(/^__Host-console_session=; Max-Age=0; Path=\/; HttpOnly; Secure; SameSite=Strict/);
   });
+
+  it('every answer carries Strict-Transport-Security: pages, API errors, health, 404s', async () => {
+    for (const path of ['/console/sign-in', '/healthz', '/api/playground/query', '/no/such/route']) {
+      const res = await fetch(`${httpsBase.baseUrl}${path}`);
+      expect(res.headers.get('strict-transport-security'), path).toBe(HSTS);
+    }
+  });
 });
 
 describe('over plain HTTP', () => {
-  it('no Secure, no __Host-', async () => {
+  it('no Secure, no __Host-, no Strict-Transport-Security', async () => {
     const u = await createConsoleUser(plain);
     const res = await signInAt(plain, 'http://console.example.com', u);
     expect(res.status).toBe(303);
     expect(res.setCookie).toMatch(/^console_session=[\w-]{43}; Path=\/; HttpOnly; SameSite=Strict$/);
+    expect(res.res.headers.get('strict-transport-security')).toBeNull();
+    for (const t of [plain, proxied]) expect((await fetch(`${t.baseUrl}/healthz`)).headers.get('strict-transport-security')).toBeNull();
+    // A forwarded protocol from an untrusted hop changes nothing.
+    expect((await fetch(`${plain.baseUrl}/healthz`, { headers: { 'x-forwarded-proto': 'https' } })).headers.get('strict-transport-security')).toBeNull();
   });
 });
 
 describe("a trusted proxy's X-Forwarded-Proto: https", () => {
-  it('Secure __Host- cookie', async () => {
+  it('Secure __Host- cookie and Strict-Transport-Security', async () => {
     const u = await createConsoleUser(proxied);
     const res = await signInAt(proxied, proxied.baseUrl.replace('http:', 'https:'), u, { 'x-forwarded-proto': 'https' });
     expect(res.status).toBe(303);
     expect(res.setCookie).toMatch(/^__Host-console_session=[\w-]{43}; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
+    expect(res.res.headers.get('strict-transport-security')).toBe(HSTS);
   });
 });
