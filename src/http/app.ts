@@ -25,6 +25,7 @@ import { registerDatabaseGate } from '../edge/database.js';
 import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
 import { registerHttps } from '../edge/https.js';
+import { registerJsonCharsetCheck } from '../edge/json-charset.js';
 import { trustProxyOption } from '../edge/proxy.js';
 import { requestLogFields } from '../edge/request-log.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
@@ -106,6 +107,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   clientErrors.register(app);
   // JSON only: without this Fastify would accept text/plain bodies, and the contract wants 415.
   app.removeContentTypeParser(['text/plain']);
+  registerJsonCharsetCheck(app);
   // Cookie parsing on demand (no global hook): only console routes read the session cookie.
   await app.register(fastifyCookie, { hook: false });
   const credentials = createCredentials({ keys: services.authenticator, tokens: services.clientTokens });
