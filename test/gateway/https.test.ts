@@ -38,6 +38,17 @@ describe('PUBLIC_BASE_URL https, TRUST_PROXY unset', () => {
     expect(out.headers.getSetCookie().join()).toMatch(/^__Host-console_session=; Max-Age=0; Path=\/; HttpOnly; Secure; SameSite=Strict/);
   });
 
+  it("the explorer's client token is bound to the https origin, and its subscriptions use wss", async () => {
+    const u = await createConsoleUser(httpsBase);
+    const { cookie } = await signInAt(httpsBase, 'https://console.example.com', u);
+    const page = await consoleGet(httpsBase, '/console/explorer', cookie);
+    expect(page.status).toBe(200);
+    const host = new URL(httpsBase.baseUrl).host;
+    expect(await page.text()).toContain(`wss://${host}/graphql`);
+    const tokens = await httpsBase.connection.db!.collection('client_tokens').find({ userId: { $ne: null } }).toArray();
+    expect(tokens.map((t) => t.origins)).toContainEqual([`https://${host}`]);
+  });
+
   it('every answer carries Strict-Transport-Security: pages, API errors, health, 404s', async () => {
     for (const path of ['/console/sign-in', '/healthz', '/api/playground/query', '/no/such/route']) {
       const res = await fetch(`${httpsBase.baseUrl}${path}`);

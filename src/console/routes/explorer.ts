@@ -24,12 +24,14 @@ const INITIAL_QUERY = `query Balance {
 const explorerRoutes: ConsoleRoute<{ tokens: Pick<ClientTokens, 'mintForConsole'>; host: string; imageOrigin: string }> = async (app, s) => {
   app.get('/explorer', SESSION, async (request, reply) => {
     const caller = callerOf(request);
-    // As the browser will send it in Origin: a default port (Host: example.com:443) is left out.
-    const origin = originOf(`${request.protocol}://${request.headers.host ?? 'localhost'}`);
+    // As the browser will send it in Origin: its scheme (PUBLIC_BASE_URL's when that is https, whatever
+    // the last hop says), and a default port (Host: example.com:443) left out.
+    const secure = request.servedOverHttps;
+    const origin = originOf(`${secure ? 'https' : 'http'}://${request.headers.host ?? 'localhost'}`);
     const minted = await s.tokens.mintForConsole({ accountId: caller.principal.accountId, userId: caller.principal.userId }, origin, actorOf(request, s.host));
     const page = explorerPage(pageContext(request, '/console/explorer'), {
       staticPath: STATIC_PATH,
-      subscriptionEndpoint: `${request.protocol === 'https' ? 'wss' : 'ws'}://${request.headers.host ?? 'localhost'}/graphql`,
+      subscriptionEndpoint: `${secure ? 'wss' : 'ws'}://${request.headers.host ?? 'localhost'}/graphql`,
       token: minted.token,
       initialQuery: INITIAL_QUERY,
     });
