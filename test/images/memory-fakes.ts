@@ -1,5 +1,6 @@
 import { AppError } from '../../src/domain/errors.js';
 import type { ImageRecord, ImageTransition, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
+import type { FinalJobStatus } from '../../src/domain/jobs/types.js';
 import type { ImageKey, ImageStore, StoredImage, StoredImageInfo } from '../../src/storage/types.js';
 
 /**
@@ -60,7 +61,7 @@ export class MemoryJobStore implements JobStore {
   }
   async claimImage(id: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date) {
     const j = this.docs.get(id);
-    const img = j?.charged ? j.images.find((i) => i.index === index) : undefined;
+    const img = j?.charged && !j.cancelRequestedAt ? j.images.find((i) => i.index === index) : undefined;
     if (!j || !img) return null;
     const stale = img.status === 'running' && img.heartbeatAt !== null && img.heartbeatAt <= staleBefore;
     if (img.status !== 'queued' && !stale) return null;
@@ -94,10 +95,11 @@ export class MemoryJobStore implements JobStore {
   }
   async releaseImage(id: string, index: number, attempt: number, error: string, now: Date) {
     const img = this.running(id, index, attempt);
-    if (!img) return false;
+    if (!img) return null;
     Object.assign(img, { status: 'queued', error, heartbeatAt: null });
-    this.docs.get(id)!.updatedAt = now;
-    return true;
+    const j = this.docs.get(id)!;
+    j.updatedAt = now;
+    return this.transition(j, index);
   }
   async markRefunded(id: string, index: number, now: Date) {
     const j = this.docs.get(id);
@@ -108,11 +110,28 @@ export class MemoryJobStore implements JobStore {
     j.updatedAt = now;
     return this.transition(j, index);
   }
-  async finalize(id: string, status: 'completed' | 'failed', now: Date) {
+  async finalize(id: string, status: FinalJobStatus, now: Date) {
     const j = this.docs.get(id);
-    if (!j || (j.status !== 'queued' && j.status !== 'running')) return false;
+    if (!j || (j.status !== 'queued' && j.status !== 'running') || (status === 'canceled') !== (j.cancelRequestedAt !== null)) return null;
     Object.assign(j, { status, completedAt: now, updatedAt: now });
-    return true;
+    return this.clone(j);
+  }
+  async requestCancel(id: string, accountId: string, now: Date) {
+    const j = this.docs.get(id);
+    if (!j || j.accountId !== accountId || !j.charged) return null;
+    if ((j.status === 'queued' || j.status === 'running') && !j.cancelRequestedAt) Object.assign(j, { cancelRequestedAt: now, updatedAt: now });
+    return this.clone(j);
+  }
+  async cancelImage(id: string, index: number, staleBefore: Date | null, now: Date) {
+    const j = this.docs.get(id);
+    const img = j?.cancelRequestedAt ? j.images.find((i) => i.index === index) : undefined;
+    if (!j || !img) return null;
+    const stale = staleBefore !== null && img.status === 'running' && img.heartbeatAt !== null && img.heartbeatAt <= staleBefore;
+    if (img.status !== 'queued' && !stale) return null;
+    Object.assign(img, { status: 'canceled', refund: 'pending', finishedAt: now });
+    j.canceledImages++;
+    j.updatedAt = now;
+    return this.transition(j, index);
   }
   async findUncharged(before: Date, limit: number) {
     return [...this.docs.values()].filter((j) => !j.charged && j.createdAt <= before).slice(0, limit).map((j) => this.clone(j));
