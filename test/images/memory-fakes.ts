@@ -1,6 +1,7 @@
 import { AppError } from '../../src/domain/errors.js';
 import type { ImageRecord, ImageTransition, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
 import type { FinalJobStatus } from '../../src/domain/jobs/types.js';
+import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
 import type { ImageKey, ImageStore, StoredImage, StoredImageInfo } from '../../src/storage/types.js';
 
 /**
@@ -227,5 +228,46 @@ export class MemoryImageStore implements ImageStore {
   }
   async delete(fileId: string) {
     this.files.delete(fileId);
+  }
+}
+
+/**
+ * An image provider that holds prompts starting with `hold` until the test lets them go (`release`,
+ * with success or a provider's refusal), so that an image stays mid-flight for as long as a test needs;
+ * every other prompt is generated at once, and prompts starting with `reject` are refused.
+ */
+export class GatedImageProvider implements ImageProvider {
+  readonly name = 'gated';
+  readonly calls: string[] = [];
+  private readonly held = new Map<string, { resolve: (outcome: 'succeed' | 'reject') => void }>();
+  private readonly waiters: (() => void)[] = [];
+
+  async generate(prompt: string) {
+    this.calls.push(prompt);
+    for (const wake of this.waiters.splice(0)) wake();
+    if (prompt.startsWith('reject')) throw new ProviderError('provider_rejected', 'Image provider rejected the request (HTTP 400)');
+    if (prompt.startsWith('hold')) {
+      const outcome = await new Promise<'succeed' | 'reject'>((resolve) => this.held.set(prompt, { resolve }));
+      if (outcome === 'reject') throw new ProviderError('provider_rejected', 'Image provider rejected the request (HTTP 400)');
+    }
+    return { data: Buffer.from(`png:${prompt}`), contentType: 'image/png' };
+  }
+
+  /** Resolves once the provider is generating `prompt` (it is then held, if it is a `hold` prompt). */
+  async started(prompt: string): Promise<void> {
+    while (!this.held.has(prompt) && !this.calls.includes(prompt)) await new Promise<void>((r) => this.waiters.push(r));
+    while (prompt.startsWith('hold') && !this.held.has(prompt)) await new Promise((r) => setImmediate(r));
+  }
+
+  release(prompt: string, outcome: 'succeed' | 'reject' = 'succeed'): void {
+    const h = this.held.get(prompt);
+    if (!h) throw new Error(`${prompt} is not held`);
+    this.held.delete(prompt);
+    h.resolve(outcome);
+  }
+
+  /** Lets every held prompt finish (test teardown). */
+  releaseAll(): void {
+    for (const prompt of [...this.held.keys()]) this.release(prompt);
   }
 }
