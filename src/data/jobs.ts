@@ -1,6 +1,7 @@
 import type { Collection } from 'mongodb';
 import type { Connection, Model } from 'mongoose';
 import type { ImageRecord, ImageTransition, JobRecord, JobStore } from '../domain/jobs/records.js';
+import type { FinalJobStatus } from '../domain/jobs/types.js';
 import { jobModel, type JobDoc } from './models/job.js';
 
 const NON_FINAL: JobDoc['status'][] = ['queued', 'running'];
@@ -70,6 +71,8 @@ export class MongoJobStore implements JobStore {
       {
         _id: jobId,
         charged: true,
+        // A job with a cancel requested starts nothing more (null also matches documents without the field).
+        cancelRequestedAt: null,
         $or: [{ [`${at}.status`]: 'queued' }, { [`${at}.status`]: 'running', [`${at}.heartbeatAt`]: { $lte: staleBefore } }],
       },
       {
@@ -102,9 +105,8 @@ export class MongoJobStore implements JobStore {
     return this.transition(jobId, index, attempt, now, { status: 'failed', error, refund: 'pending', finishedAt: now }, { failedImages: 1 });
   }
 
-  async releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<boolean> {
-    const doc = await this.transition(jobId, index, attempt, now, { status: 'queued', error, heartbeatAt: null });
-    return doc !== null;
+  async releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null> {
+    return this.transition(jobId, index, attempt, now, { status: 'queued', error, heartbeatAt: null });
   }
 
   async markRefunded(jobId: string, index: number, now: Date): Promise<ImageTransition | null> {
@@ -117,12 +119,40 @@ export class MongoJobStore implements JobStore {
     return doc ? toTransition(doc) : null;
   }
 
-  async finalize(jobId: string, status: 'completed' | 'failed', now: Date): Promise<boolean> {
-    const res = await this.model.updateOne(
-      { _id: jobId, status: { $in: NON_FINAL } },
+  async finalize(jobId: string, status: FinalJobStatus, now: Date): Promise<JobRecord | null> {
+    const doc = await this.raw.findOneAndUpdate(
+      { _id: jobId, status: { $in: NON_FINAL }, cancelRequestedAt: status === 'canceled' ? { $ne: null } : null },
       { $set: { status, completedAt: now, updatedAt: now } },
+      { returnDocument: 'after' },
     );
-    return res.modifiedCount === 1;
+    return doc ? toJobRecord(doc) : null;
+  }
+
+  async requestCancel(jobId: string, accountId: string, now: Date): Promise<JobRecord | null> {
+    const owned = { _id: jobId, accountId, charged: true };
+    const doc = await this.raw.findOneAndUpdate(
+      { ...owned, status: { $in: NON_FINAL }, cancelRequestedAt: null },
+      { $set: { cancelRequestedAt: now, updatedAt: now } },
+      { returnDocument: 'after' },
+    );
+    // Already final, or already asked: the job as it is.
+    const current = doc ?? (await this.raw.findOne(owned));
+    return current ? toJobRecord(current) : null;
+  }
+
+  async cancelImage(jobId: string, index: number, staleBefore: Date | null, now: Date): Promise<ImageTransition | null> {
+    const at = imagePath(index);
+    const states: Record<string, unknown>[] = [{ [`${at}.status`]: 'queued' }];
+    if (staleBefore) states.push({ [`${at}.status`]: 'running', [`${at}.heartbeatAt`]: { $lte: staleBefore } });
+    const doc = await this.raw.findOneAndUpdate(
+      { _id: jobId, cancelRequestedAt: { $ne: null }, [`${at}.index`]: index, $or: states },
+      {
+        $set: { [`${at}.status`]: 'canceled', [`${at}.refund`]: 'pending', [`${at}.finishedAt`]: now, updatedAt: now },
+        $inc: { canceledImages: 1 },
+      },
+      { returnDocument: 'after', projection: oneImage(index) },
+    );
+    return doc ? toTransition(doc) : null;
   }
 
   async findUncharged(createdBefore: Date, limit: number): Promise<JobRecord[]> {
@@ -198,6 +228,9 @@ export function toJobRecord(doc: JobDoc): JobRecord {
   return {
     ...rest,
     id: String(_id),
+    // Jobs stored before cancellation existed have neither field.
+    canceledImages: rest.canceledImages ?? 0,
+    cancelRequestedAt: rest.cancelRequestedAt ?? null,
     completedAt: rest.completedAt ?? null,
     images: (rest.images ?? []).map(toImage),
   };

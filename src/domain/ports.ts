@@ -76,6 +76,12 @@ export interface ImageJobService {
   create(principal: Principal, prompts: unknown, attempt?: IdempotentAttempt | null): Promise<JobCreated>;
   /** The caller's job. Unknown, malformed or another account's id: AppError job_not_found. */
   get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView>;
+  /**
+   * Cancels the caller's job and returns it as it is then: queued images canceled and refunded, a
+   * running one left to finish (the job ends `canceled` when nothing runs). Again on a canceled job:
+   * the job. AppError job_finished for a completed or failed job, job_not_found as `get`.
+   */
+  cancel(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView>;
   /** Batched for DataLoader: the caller's jobs by id, null where not found / not the caller's. */
   getMany(principal: Principal, jobIds: readonly string[], ctx: JobUrlContext): Promise<(JobView | null)[]>;
   /** The caller's jobs, newest first. */

@@ -25,6 +25,6 @@ export function exposedOnly<T extends Sellable>(services: T, config: Pick<Config
   return {
     ...services,
     definitions: serves(config, 'definitions') ? services.definitions : { lookup: off },
-    jobs: serves(config, 'images') ? services.jobs : { create: off, get: off, getMany: off, list: off, viewOf: () => null },
+    jobs: serves(config, 'images') ? services.jobs : { create: off, get: off, getMany: off, list: off, cancel: off, viewOf: () => null },
   };
 }

@@ -49,6 +49,17 @@ export class JobResolver {
     return (await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, run)).value;
   }
 
+  @Authorized('generate')
+  @Mutation(() => JobType, {
+    description:
+      "Cancels one of the caller's jobs and returns it: images not yet started are canceled and refunded at once, a running image finishes " +
+      '(kept if it succeeds, refunded if it fails), and the job ends `canceled` once nothing runs. Free; again on a canceled job it returns the job; ' +
+      'a completed or failed job is CONFLICT (job_finished).',
+  })
+  async cancelJob(@Arg('id', () => ID, { description: JOB_ID }) id: string, @Ctx() ctx: GraphQLContext): Promise<JobView> {
+    return ctx.services.jobs.cancel(ctx.principal, id, ctx.urls);
+  }
+
   @Authorized('read')
   @Query(() => JobType, { description: "One of the caller's jobs; NOT_FOUND for an unknown id or another account's job." })
   async job(@Arg('id', () => ID, { description: JOB_ID }) id: string, @Ctx() ctx: GraphQLContext): Promise<JobView> {
@@ -78,7 +89,7 @@ export class JobResolver {
 
   @Authorized('read')
   @Subscription(() => JobType, {
-    description: 'The job now, then on every change; completes after completed or failed. NOT_FOUND (job_not_found) as `job(id:)`.',
+    description: 'The job now, then on every change; completes after completed, failed or canceled. NOT_FOUND (job_not_found) as `job(id:)`.',
     subscribe: ({ args, context }) => watchJob(context as GraphQLContext, String(args.jobId)),
   })
   jobStatus(@Arg('jobId', () => ID, { description: JOB_ID }) _jobId: string, @Root() job: JobView): JobView {

@@ -35,24 +35,26 @@ const describedValues = <T extends string>(descriptions: Record<T, string>) =>
 export const JobStatusEnum = enumOf<JobStatus>(JOB_STATUSES);
 registerEnumType(JobStatusEnum, {
   name: 'JobStatus',
-  description: 'State of an image job, the REST strings: queued → running → completed or failed.',
+  description: 'State of an image job, the REST strings: queued → running → completed or failed, or canceled (`cancelJob`).',
   valuesConfig: describedValues<JobStatus>({
     queued: 'Accepted and charged; no image has started yet.',
-    running: 'At least one image has started and not every image has reached a final state.',
+    running: 'At least one image has started and not every image has reached a final state (also while a canceled job waits for a running image).',
     completed: 'Final: every image reached a final state and at least one succeeded.',
     failed: 'Final: every image failed (each failed image was refunded).',
+    canceled: 'Final: canceled (`cancelJob`); images that had not started were canceled and refunded, the ones running then finished.',
   }),
 });
 
 export const ImageStatusEnum = enumOf<ImageStatus>(IMAGE_STATUSES);
 registerEnumType(ImageStatusEnum, {
   name: 'ImageStatus',
-  description: 'State of one image of a job, the REST strings: queued → running → succeeded or failed.',
+  description: 'State of one image of a job, the REST strings: queued → running → succeeded or failed, or queued → canceled.',
   valuesConfig: describedValues<ImageStatus>({
     queued: 'Waiting for a worker.',
     running: 'A worker is generating it.',
     succeeded: 'Final: generated; `url` serves it.',
     failed: 'Final: generation failed; `error` says why and its credit was refunded.',
+    canceled: 'Final: its job was canceled before it started; its credit was refunded.',
   }),
 });
 
@@ -113,7 +115,7 @@ export class JobType {
   @Field(() => Int, { description: 'Credits charged when the job started: one per prompt.' })
   creditsUsed!: number;
 
-  @Field(() => Int, { description: 'Credits given back so far: one per failed image, each once.' })
+  @Field(() => Int, { description: 'Credits given back so far: one per failed or canceled image, each once.' })
   creditsRefunded!: number;
 
   @Field(() => DateTimeScalar, { description: 'When the job was accepted.' })
@@ -122,7 +124,7 @@ export class JobType {
   @Field(() => DateTimeScalar, { description: 'When the job or one of its images last changed.' })
   updatedAt!: Date;
 
-  @Field(() => DateTimeScalar, { nullable: true, description: 'When the job reached completed or failed; null until then.' })
+  @Field(() => DateTimeScalar, { nullable: true, description: 'When the job reached completed, failed or canceled; null until then.' })
   completedAt!: Date | null;
 
   @Field(() => [JobImageType], { description: 'One entry per prompt, in prompt order.' })

@@ -36,6 +36,7 @@ import clientTokenRoutes from './routes/client-tokens.js';
 import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
 import imageRoutes from './routes/images.js';
+import rootRoutes from './routes/root.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -123,6 +124,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   const sellable = exposedOnly(services.budgeted, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   await app.register(healthRoutes, { health: services.health });
+  await app.register(rootRoutes, {});
   await app.register(clientTokenRoutes, { tokens: services.clientTokens });
   if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency });
   if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf });

@@ -7,6 +7,7 @@ import { ImageFiles } from '../domain/jobs/files.js';
 import type { JobCredits } from '../domain/jobs/records.js';
 import { ImageRunner } from '../domain/jobs/runner.js';
 import { ImageJobs } from '../domain/jobs/service.js';
+import { JobSettlement } from '../domain/jobs/settlement.js';
 import { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
 import { JobSweeper } from '../domain/jobs/sweep.js';
 import type { Logger } from '../domain/logger.js';
@@ -61,9 +62,12 @@ export async function openImageJobs(deps: {
   });
   const reconnected = () => queue.errors.recovered();
   connection.on('reconnected', reconnected);
+  // One settlement for the three doors into a job's end (cancel, runs, sweep): a hook on jobs ending goes there.
+  const settlement = new JobSettlement({ jobs: store, credits });
   const service = new ImageJobs({
     jobs: store,
     credits,
+    settlement,
     queue,
     signer,
     limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
@@ -73,6 +77,7 @@ export async function openImageJobs(deps: {
   const runner = new ImageRunner({
     jobs: store,
     credits,
+    settlement,
     provider,
     images,
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,

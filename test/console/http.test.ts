@@ -318,9 +318,66 @@ describe('doors stay apart', () => {
       body: JSON.stringify({ query: '{ __schema { mutationType { fields { name } } } }' }),
     });
     const names = ((await gql.json()) as any).data.__schema.mutationType.fields.map((f: { name: string }) => f.name);
-    // The charging operations, and minting client tokens (which never creates, lists or deletes a key).
-    expect(names.sort()).toEqual(['createClientToken', 'generate', 'lookup']);
+    // The charging operations, canceling a job, and minting client tokens (which never creates, lists or deletes a key).
+    expect(names.sort()).toEqual(['cancelJob', 'createClientToken', 'generate', 'lookup']);
     expect(names.some((n: string) => /key/i.test(n))).toBe(false);
+  });
+});
+
+describe('jobs page: Cancel', () => {
+  // No worker runs in this file: a job stays queued until the test moves it.
+  const createJob = async (key: string, prompts: string[]) => {
+    const res = await fetch(`${t.baseUrl}/api/playground/images`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify({ prompts }) });
+    return ((await res.json()) as { jobId: string }).jobId;
+  };
+  const cancelForm = (jobId: string) => new RegExp(`<form method="post" action="/console/jobs/${jobId}/cancel"[^>]*>\\s*<input type="hidden" name="_csrf" value="[^"]+">\\s*<button type="submit"[^>]*>Cancel</button>`);
+
+  it('an unfinished job has a Cancel button; it cancels through the same service, refunds, and shows the result', async () => {
+    const u = await createConsoleUser(t, { credits: 10 });
+    const { cookie } = await signIn(t, u.email, u.password);
+    const jobId = await createJob(u.key, ['a', 'b', 'c']);
+    const page = await (await consoleGet(t, '/console/jobs', cookie)).text();
+    expect(page).toMatch(cancelForm(jobId));
+
+    const res = await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, { _csrf: csrfOf(page) });
+    expect(res.status).toBe(200);
+    const after = await res.text();
+    expect(after).toContain(`Job <code>${jobId.slice(0, 8)}</code> canceled. 3 credits refunded.`);
+    expect(after).toContain('<span class="badge canceled">canceled</span>');
+    expect(after).not.toMatch(cancelForm(jobId));
+    expect((await t.services.credits.getAccount(u.accountId))!.credits).toBe(10);
+    // Again (a second tab, a double click): the same answer, nothing refunded twice.
+    expect((await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, { _csrf: csrfOf(page) })).status).toBe(200);
+    expect((await t.services.credits.getAccount(u.accountId))!.credits).toBe(10);
+    // JSON clients get the job.
+    const json = await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, {}, { ...sameOrigin(t), accept: 'application/json' });
+    expect(await json.json()).toMatchObject({ jobId, status: 'canceled', creditsRefunded: 3 });
+  });
+
+  it('a finished job: 409 with the reason on the page; another account’s job: 404', async () => {
+    const u = await createConsoleUser(t);
+    const other = await createConsoleUser(t);
+    const { cookie } = await signIn(t, u.email, u.password);
+    const jobId = await createJob(u.key, ['a']);
+    await t.services.imageJobs.runner.run(jobId, 0);
+    const finished = await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, {});
+    expect(finished.status).toBe(409);
+    expect(await finished.text()).toContain('Job already finished (completed or failed): nothing to cancel');
+    const foreign = await createJob(other.key, ['theirs']);
+    expect((await consolePost(t, `/console/jobs/${foreign}/cancel`, cookie, {})).status).toBe(404);
+    expect((await t.services.jobs.get({ accountId: other.accountId, keyId: other.keyId }, foreign, { baseUrl: t.baseUrl })).status).toBe('queued');
+  });
+
+  it('same-origin rules of every console form: a cross-site post is refused, a post without either header needs the form token', async () => {
+    const u = await createConsoleUser(t);
+    const { cookie } = await signIn(t, u.email, u.password);
+    const jobId = await createJob(u.key, ['a']);
+    const crossSite = await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, {}, { 'sec-fetch-site': 'cross-site', origin: 'https://evil.example' });
+    expect(crossSite.status).toBe(403);
+    expect((await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, {}, {})).status).toBe(403);
+    expect((await t.services.jobs.get({ accountId: u.accountId, keyId: u.keyId }, jobId, { baseUrl: t.baseUrl })).status).toBe('queued');
+    const page = await (await consoleGet(t, '/console/jobs', cookie)).text();
+    expect((await consolePost(t, `/console/jobs/${jobId}/cancel`, cookie, { _csrf: csrfOf(page) }, {})).status).toBe(200);
   });
 });
 
@@ -329,7 +386,7 @@ describe('nothing a client sends to the console yields a 500', () => {
     const u = await createConsoleUser(t);
     const { cookie } = await signIn(t, u.email, u.password);
     const odd = ['', 'a'.repeat(5000), '%00', '{"x":1}', 'email[]=1&email[]=2', '\u0000\u0001', '__proto__[x]=1'];
-    const paths = ['/console/sign-in', '/console/keys', '/console/keys/zz/delete', '/console/playground/lookup', '/console/playground/generate', '/console/sessions/zz/end'];
+    const paths = ['/console/sign-in', '/console/keys', '/console/keys/zz/delete', '/console/playground/lookup', '/console/playground/generate', '/console/sessions/zz/end', '/console/jobs/zz/cancel'];
     for (const path of paths) {
       for (const body of odd) {
         for (const c of [cookie, 'console_session=garbage', null]) {

@@ -267,7 +267,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
     const closed = Fastify({ logger: false });
     const services: GraphQLServices = {
       keys,
-      jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null },
+      jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null, cancel: async () => ({}) as never },
       jobEvents: events,
       definitions: { lookup: (p, k) => definitionImpl(p, k) },
       balances: { balances: async (ids) => ids.map(() => 1) },

@@ -1,5 +1,7 @@
 import { AppError } from '../../src/domain/errors.js';
 import type { ImageRecord, ImageTransition, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
+import type { FinalJobStatus } from '../../src/domain/jobs/types.js';
+import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
 import type { ImageKey, ImageStore, StoredImage, StoredImageInfo } from '../../src/storage/types.js';
 
 /**
@@ -60,7 +62,7 @@ export class MemoryJobStore implements JobStore {
   }
   async claimImage(id: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date) {
     const j = this.docs.get(id);
-    const img = j?.charged ? j.images.find((i) => i.index === index) : undefined;
+    const img = j?.charged && !j.cancelRequestedAt ? j.images.find((i) => i.index === index) : undefined;
     if (!j || !img) return null;
     const stale = img.status === 'running' && img.heartbeatAt !== null && img.heartbeatAt <= staleBefore;
     if (img.status !== 'queued' && !stale) return null;
@@ -94,10 +96,11 @@ export class MemoryJobStore implements JobStore {
   }
   async releaseImage(id: string, index: number, attempt: number, error: string, now: Date) {
     const img = this.running(id, index, attempt);
-    if (!img) return false;
+    if (!img) return null;
     Object.assign(img, { status: 'queued', error, heartbeatAt: null });
-    this.docs.get(id)!.updatedAt = now;
-    return true;
+    const j = this.docs.get(id)!;
+    j.updatedAt = now;
+    return this.transition(j, index);
   }
   async markRefunded(id: string, index: number, now: Date) {
     const j = this.docs.get(id);
@@ -108,11 +111,28 @@ export class MemoryJobStore implements JobStore {
     j.updatedAt = now;
     return this.transition(j, index);
   }
-  async finalize(id: string, status: 'completed' | 'failed', now: Date) {
+  async finalize(id: string, status: FinalJobStatus, now: Date) {
     const j = this.docs.get(id);
-    if (!j || (j.status !== 'queued' && j.status !== 'running')) return false;
+    if (!j || (j.status !== 'queued' && j.status !== 'running') || (status === 'canceled') !== (j.cancelRequestedAt !== null)) return null;
     Object.assign(j, { status, completedAt: now, updatedAt: now });
-    return true;
+    return this.clone(j);
+  }
+  async requestCancel(id: string, accountId: string, now: Date) {
+    const j = this.docs.get(id);
+    if (!j || j.accountId !== accountId || !j.charged) return null;
+    if ((j.status === 'queued' || j.status === 'running') && !j.cancelRequestedAt) Object.assign(j, { cancelRequestedAt: now, updatedAt: now });
+    return this.clone(j);
+  }
+  async cancelImage(id: string, index: number, staleBefore: Date | null, now: Date) {
+    const j = this.docs.get(id);
+    const img = j?.cancelRequestedAt ? j.images.find((i) => i.index === index) : undefined;
+    if (!j || !img) return null;
+    const stale = staleBefore !== null && img.status === 'running' && img.heartbeatAt !== null && img.heartbeatAt <= staleBefore;
+    if (img.status !== 'queued' && !stale) return null;
+    Object.assign(img, { status: 'canceled', refund: 'pending', finishedAt: now });
+    j.canceledImages++;
+    j.updatedAt = now;
+    return this.transition(j, index);
   }
   async findUncharged(before: Date, limit: number) {
     return [...this.docs.values()].filter((j) => !j.charged && j.createdAt <= before).slice(0, limit).map((j) => this.clone(j));
@@ -208,5 +228,46 @@ export class MemoryImageStore implements ImageStore {
   }
   async delete(fileId: string) {
     this.files.delete(fileId);
+  }
+}
+
+/**
+ * An image provider that holds prompts starting with `hold` until the test lets them go (`release`,
+ * with success or a provider's refusal), so that an image stays mid-flight for as long as a test needs;
+ * every other prompt is generated at once, and prompts starting with `reject` are refused.
+ */
+export class GatedImageProvider implements ImageProvider {
+  readonly name = 'gated';
+  readonly calls: string[] = [];
+  private readonly held = new Map<string, { resolve: (outcome: 'succeed' | 'reject') => void }>();
+  private readonly waiters: (() => void)[] = [];
+
+  async generate(prompt: string) {
+    this.calls.push(prompt);
+    for (const wake of this.waiters.splice(0)) wake();
+    if (prompt.startsWith('reject')) throw new ProviderError('provider_rejected', 'Image provider rejected the request (HTTP 400)');
+    if (prompt.startsWith('hold')) {
+      const outcome = await new Promise<'succeed' | 'reject'>((resolve) => this.held.set(prompt, { resolve }));
+      if (outcome === 'reject') throw new ProviderError('provider_rejected', 'Image provider rejected the request (HTTP 400)');
+    }
+    return { data: Buffer.from(`png:${prompt}`), contentType: 'image/png' };
+  }
+
+  /** Resolves once the provider is generating `prompt` (it is then held, if it is a `hold` prompt). */
+  async started(prompt: string): Promise<void> {
+    while (!this.held.has(prompt) && !this.calls.includes(prompt)) await new Promise<void>((r) => this.waiters.push(r));
+    while (prompt.startsWith('hold') && !this.held.has(prompt)) await new Promise((r) => setImmediate(r));
+  }
+
+  release(prompt: string, outcome: 'succeed' | 'reject' = 'succeed'): void {
+    const h = this.held.get(prompt);
+    if (!h) throw new Error(`${prompt} is not held`);
+    this.held.delete(prompt);
+    h.resolve(outcome);
+  }
+
+  /** Lets every held prompt finish (test teardown). */
+  releaseAll(): void {
+    for (const prompt of [...this.held.keys()]) this.release(prompt);
   }
 }

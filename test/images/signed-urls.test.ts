@@ -89,8 +89,10 @@ describe('canonical forms', () => {
       totalImages: 1,
       succeededImages: 1,
       failedImages: 0,
+      canceledImages: 0,
       creditsUsed: 1,
       creditsRefunded: 0,
+      cancelRequestedAt: null,
       charged: true,
       images: [
         { index: 0, prompt: 'p', status: 'succeeded', attempt: 1, fileId: stored.fileId, error: null, refund: 'none', startedAt: created, heartbeatAt: null, finishedAt: created },

@@ -32,8 +32,10 @@ function newJob(n: number, accountId = 'a'.repeat(24)): JobRecord {
     totalImages: n,
     succeededImages: 0,
     failedImages: 0,
+    canceledImages: 0,
     creditsUsed: n,
     creditsRefunded: 0,
+    cancelRequestedAt: null,
     charged: true,
     images: Array.from({ length: n }, (_, index) => ({
       index,
@@ -101,8 +103,8 @@ describe('MongoJobStore guarded updates', () => {
     expect(done!.job).toMatchObject({ id: job.id, succeededImages: 1, totalImages: 1 });
     expect(done!.image).toMatchObject({ index: 0, status: 'succeeded', fileId: 'f2' });
     expect(await store.completeImage(job.id, 0, 2, 'f3', now)).toBeNull();
-    expect(await store.finalize(job.id, 'completed', now)).toBe(true);
-    expect(await store.finalize(job.id, 'completed', now)).toBe(false);
+    expect(await store.finalize(job.id, 'completed', now)).toMatchObject({ id: job.id, status: 'completed', completedAt: now });
+    expect(await store.finalize(job.id, 'completed', now)).toBeNull();
     expect((await store.findById(job.id))!.completedAt).toBeInstanceOf(Date);
   });
 
@@ -120,7 +122,7 @@ describe('MongoJobStore guarded updates', () => {
 
     const c2 = await store.claimImage(job.id, 1, now, now, now);
     expect(c2!.image).toMatchObject({ index: 1, prompt: 'p1', status: 'running', attempt: 1 });
-    expect(await store.releaseImage(job.id, 1, c2!.image.attempt, 'try later', now)).toBe(true);
+    expect(await store.releaseImage(job.id, 1, c2!.image.attempt, 'try later', now)).toMatchObject({ image: { index: 1, status: 'queued', error: 'try later' } });
     expect((await store.findById(job.id))!.images[1]).toMatchObject({ status: 'queued', attempt: 1, error: 'try later' });
   });
 

@@ -12,6 +12,7 @@ import { createConsoleUser, sameOrigin, signIn } from '../helpers/console.js';
 
 /** Routes anyone may call, and why. */
 const PUBLIC = new Map<string, string>([
+  ['GET /', 'where things are: a browser is sent to the console, an API client gets an index of paths (no data)'],
   ['GET /healthz', 'liveness probe'],
   ['GET /readyz', 'readiness probe'],
   ['OPTIONS /graphql', 'CORS preflight (carries no credential; the answer to the request decides who may read it)'],
@@ -65,7 +66,7 @@ function call(route: { method: string; url: string }, headers: Record<string, st
 describe('every route is authenticated or listed as public', () => {
   it('found the doors', () => {
     expect(routes.filter((r) => r.auth === 'apiKey').map((r) => `${r.method} ${r.url}`)).toEqual(
-      expect.arrayContaining(['POST /api/playground/query', 'POST /api/playground/images', 'GET /api/playground/images/:jobId', 'POST /api/client-tokens']),
+      expect.arrayContaining(['POST /api/playground/query', 'POST /api/playground/images', 'GET /api/playground/images/:jobId', 'POST /api/playground/images/:jobId/cancel', 'POST /api/client-tokens']),
     );
     // /graphql alone also takes client tokens.
     expect(routes.filter((r) => r.auth === 'apiKeyOrToken').map((r) => `${r.method} ${r.url}`).sort()).toEqual(['GET /graphql', 'POST /graphql']);

@@ -99,7 +99,9 @@ document.querySelector('[data-lookup]')?.addEventListener('submit', async (event
 function renderJob(out, job) {
   const summary = el('p', { class: 'job-status' });
   summary.append(el('span', { class: `badge ${job.status}` }, job.status), ` ${job.succeededImages} of ${job.totalImages} images done`);
-  if (job.failedImages) summary.append(`, ${job.failedImages} failed (${job.creditsRefunded} credits refunded)`);
+  const canceled = job.images.filter((i) => i.status === 'canceled').length;
+  const notDone = [job.failedImages ? `${job.failedImages} failed` : '', canceled ? `${canceled} canceled` : ''].filter(Boolean).join(', ');
+  if (notDone) summary.append(`, ${notDone} (${job.creditsRefunded} credits refunded)`);
   const list = el('ul', { class: 'images', 'aria-label': 'Images' });
   for (const image of job.images) {
     const item = el('li', { class: `image ${image.status}` });

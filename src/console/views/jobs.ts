@@ -1,6 +1,10 @@
 import type { JobView } from '../../domain/jobs/types.js';
+import { FINAL_JOB_STATUSES } from '../../domain/jobs/types.js';
 import { html, when, type Html } from '../html.js';
-import { page, type PageContext } from './layout.js';
+import { csrfField, page, type PageContext } from './layout.js';
+
+/** What a Cancel left to tell: the job as it is now, or why nothing happened. */
+export type JobsNotice = { job: JobView } | { error: string };
 
 export function imageGrid(job: JobView): Html {
   return html`<ul class="images" aria-label="Images">
@@ -15,14 +19,33 @@ export function imageGrid(job: JobView): Html {
 }
 
 export function jobSummary(job: JobView): Html {
-  return html`<p class="job-status"><span class="badge ${job.status}">${job.status}</span> ${job.succeededImages} of ${job.totalImages} images done${job.failedImages ? html`, ${job.failedImages} failed (${job.creditsRefunded} credits refunded)` : ''}</p>`;
+  const canceled = job.images.filter((i) => i.status === 'canceled').length;
+  const notDone = [job.failedImages ? `${job.failedImages} failed` : '', canceled ? `${canceled} canceled` : ''].filter(Boolean).join(', ');
+  return html`<p class="job-status"><span class="badge ${job.status}">${job.status}</span> ${job.succeededImages} of ${job.totalImages} images done${notDone ? html`, ${notDone} (${job.creditsRefunded} credits refunded)` : ''}</p>`;
 }
 
-export function jobsPage(ctx: PageContext, opts: { jobs: JobView[]; next: string | null }): Html {
+function cancelForm(ctx: PageContext, job: JobView): Html {
+  if (FINAL_JOB_STATUSES.has(job.status)) return html``;
+  return html`<form method="post" action="/console/jobs/${job.jobId}/cancel" class="actions">
+    ${csrfField(ctx.csrfToken)}
+    <button type="submit" class="danger secondary" aria-describedby="job-${job.jobId}">Cancel</button>
+  </form>`;
+}
+
+function noticeOf(notice: JobsNotice | undefined): Html {
+  if (!notice) return html``;
+  if ('error' in notice) return html`<p class="error" role="alert">${notice.error}</p>`;
+  const { job } = notice;
+  const state = job.status === 'canceled' ? 'canceled' : 'being canceled: the images already running finish first';
+  return html`<p class="notice" role="status">Job <code>${job.jobId.slice(0, 8)}</code> ${state}. ${job.creditsRefunded} ${job.creditsRefunded === 1 ? 'credit' : 'credits'} refunded.</p>`;
+}
+
+export function jobsPage(ctx: PageContext, opts: { jobs: JobView[]; next: string | null; notice?: JobsNotice }): Html {
   return page(
     ctx,
     'Jobs',
-    html`<p class="lead">Image jobs of this account, newest first, whichever key (or the playground) started them.</p>
+    html`<p class="lead">Image jobs of this account, newest first, whichever key (or the playground) started them. Canceling a job refunds the images that have not started.</p>
+${noticeOf(opts.notice)}
 ${
   opts.jobs.length === 0
     ? html`<p class="empty">No image jobs yet. <a href="/console/playground">Generate images in the playground.</a></p>`
@@ -30,6 +53,7 @@ ${
         (job) => html`<article class="card job" aria-labelledby="job-${job.jobId}">
   <h2 id="job-${job.jobId}">Job <code>${job.jobId.slice(0, 8)}</code> · ${when(job.createdAt)}</h2>
   ${jobSummary(job)}
+  ${cancelForm(ctx, job)}
   ${imageGrid(job)}
 </article>`,
       )

@@ -10,8 +10,10 @@ export interface JobDoc {
   totalImages: number;
   succeededImages: number;
   failedImages: number;
+  canceledImages: number;
   creditsUsed: number;
   creditsRefunded: number;
+  cancelRequestedAt: Date | null;
   charged: boolean;
   withdrawing?: boolean;
   request?: string;
@@ -57,8 +59,10 @@ const jobSchema = new Schema<JobDoc>(
     totalImages: { type: Number, required: true },
     succeededImages: { type: Number, required: true, default: 0 },
     failedImages: { type: Number, required: true, default: 0 },
+    canceledImages: { type: Number, required: true, default: 0 },
     creditsUsed: { type: Number, required: true },
     creditsRefunded: { type: Number, required: true, default: 0 },
+    cancelRequestedAt: { type: Date, default: null },
     charged: { type: Boolean, required: true },
     withdrawing: { type: Boolean },
     request: { type: String },

@@ -46,6 +46,7 @@ export function withTokenBudgets(
       getMany: jobs.getMany.bind(jobs),
       list: jobs.list.bind(jobs),
       viewOf: jobs.viewOf.bind(jobs),
+      cancel: jobs.cancel.bind(jobs),
       create: (principal, prompts, attempt) => {
         if (!principal.token) return jobs.create(principal, prompts, attempt);
         const cost = parsePrompts(prompts, limits).length;

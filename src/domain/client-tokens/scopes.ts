@@ -1,6 +1,7 @@
 /**
  * What a client token may do. `read` covers `me`, `job`, `jobs` and `jobStatus`; `lookup` and
- * `generate` the charging operations of the same names. A caller with an API key may do everything.
+ * `generate` the charging operations of the same names (`generate` also `cancelJob`: who may start
+ * jobs may stop them). A caller with an API key may do everything.
  */
 export const CLIENT_SCOPES = ['lookup', 'generate', 'read'] as const;
 export type ClientScope = (typeof CLIENT_SCOPES)[number];

@@ -1,7 +1,7 @@
 import type { UsageTag } from '../usage/types.js';
-import type { ImageStatus, JobStatus } from './types.js';
+import type { FinalJobStatus, ImageStatus, JobStatus } from './types.js';
 
-/** Refund state of one image: a failed image moves none → pending → done, each step once. */
+/** Refund state of one image: a failed or canceled image moves none → pending → done, each step once. */
 export type RefundState = 'none' | 'pending' | 'done';
 
 /** One image of a stored job (the `images` array of a `jobs` document). */
@@ -30,8 +30,15 @@ export interface JobRecord {
   totalImages: number;
   succeededImages: number;
   failedImages: number;
+  /** Images canceled before they started (each refunded); not a contract field, the finalize rule counts them. */
+  canceledImages: number;
   creditsUsed: number;
   creditsRefunded: number;
+  /**
+   * Set once by a cancel: from then on no image of the job is claimed, and the job ends `canceled`
+   * once nothing runs. Null while no one asked.
+   */
+  cancelRequestedAt: Date | null;
   /** False between insert and a confirmed charge: such jobs are invisible and reconciled by the sweep. */
   charged: boolean;
   /**
@@ -83,8 +90,9 @@ export interface JobStore {
 
   /**
    * Claims an image for a run: queued, or running with a heartbeat at or before `staleBefore`
-   * (its worker died). Increments the attempt, sets running, heartbeat `heartbeatAt`, and moves a
-   * queued job to running. Returns the job and image after the update, or null when not claimable.
+   * (its worker died), of a job no one asked to cancel. Increments the attempt, sets running, heartbeat
+   * `heartbeatAt`, and moves a queued job to running. Returns the job and image after the update, or
+   * null when not claimable.
    */
   claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<ImageTransition | null>;
   heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean>;
@@ -92,16 +100,34 @@ export interface JobStore {
   completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<ImageTransition | null>;
   /** running(attempt) → failed with refund pending; returns the job and image after the update or null. */
   failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null>;
-  /** running(attempt) → queued, for a retry later. */
-  releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<boolean>;
+  /** running(attempt) → queued, for a retry later; returns the job and image after the update or null. */
+  releaseImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null>;
   /** refund pending → done and creditsRefunded + 1; returns the job and image after the update or null. */
   markRefunded(jobId: string, index: number, now: Date): Promise<ImageTransition | null>;
-  /** queued/running → final status, once. */
-  finalize(jobId: string, status: 'completed' | 'failed', now: Date): Promise<boolean>;
+  /**
+   * queued/running → final status, once; sets completedAt. `canceled` only applies to a job with a
+   * cancel requested, `completed` and `failed` only to one without, so a cancel landing between an
+   * image's last update and this one cannot be overwritten. Returns the job after it, or null when
+   * another caller finalized it (or the guard did not hold): exactly one caller sees each job end.
+   */
+  finalize(jobId: string, status: FinalJobStatus, now: Date): Promise<JobRecord | null>;
+
+  /**
+   * Asks to cancel a charged, non-final job of the account: sets `cancelRequestedAt` (once; a repeat
+   * leaves the first). Returns the job after it, whatever its state (a final job is returned unchanged),
+   * or null when the account has no such charged job.
+   */
+  requestCancel(jobId: string, accountId: string, now: Date): Promise<JobRecord | null>;
+  /**
+   * Of a job with a cancel requested: queued → canceled, or (with `staleBefore`) running with a heartbeat
+   * at or before it (its worker died) → canceled; refund pending, canceledImages + 1. Returns the job and
+   * image after the update, or null when the image was not in such a state (someone else moved it).
+   */
+  cancelImage(jobId: string, index: number, staleBefore: Date | null, now: Date): Promise<ImageTransition | null>;
 
   /** Sweep: uncharged jobs created before the cutoff. */
   findUncharged(createdBefore: Date, limit: number): Promise<JobRecord[]>;
-  /** Sweep: charged, non-final jobs not updated since the cutoff, or with a refund left pending. */
+  /** Sweep: charged, non-final jobs not updated since the cutoff. */
   findStalled(updatedBefore: Date, limit: number): Promise<JobRecord[]>;
 }
 

@@ -1,8 +1,8 @@
 import type { ImageProvider } from '../../providers/images/types.js';
 import { isRetryableError } from '../../providers/images/types.js';
 import type { ImageStore } from '../../storage/types.js';
-import { sourceOf } from '../principal.js';
 import type { JobCredits, JobStore, JobSummary } from './records.js';
+import { JobSettlement } from './settlement.js';
 
 export interface ImageRunnerDeps {
   jobs: JobStore;
@@ -13,6 +13,8 @@ export interface ImageRunnerDeps {
   lockLifetimeMs: number;
   /** Claims of one image (crashes included) before it fails for good. */
   maxAttempts: number;
+  /** Refunds and the end of jobs; default: one on `jobs` and `credits`. */
+  settlement?: JobSettlement;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
 }
 
@@ -23,7 +25,7 @@ export type RunOutcome =
   | { kind: 'retry'; error: string }
   /** Another attempt holds the image and looks alive: look again once its heartbeat would be stale. */
   | { kind: 'busy'; retryAt: Date }
-  /** Nothing to do: already final, job gone, or this attempt lost the image to another one. */
+  /** Nothing to do: already final or canceled, job gone, or this attempt lost the image to another one. */
   | { kind: 'skipped'; reason: string };
 
 export interface RunLease {
@@ -40,15 +42,21 @@ export interface RunLease {
 /**
  * Runs one image of a job: claim, generate, store, complete; or fail and refund exactly once. Every
  * state change is a guarded update keyed by the attempt, so a late or duplicate run changes nothing.
+ * An image of a job with a cancel requested is never claimed: the run cancels it instead.
  */
 export class ImageRunner {
-  constructor(private readonly deps: ImageRunnerDeps) {}
+  readonly settlement: JobSettlement;
+
+  constructor(private readonly deps: ImageRunnerDeps) {
+    this.settlement = deps.settlement ?? new JobSettlement({ jobs: deps.jobs, credits: deps.credits });
+  }
 
   async run(jobId: string, index: number, lease: RunLease = {}): Promise<RunOutcome> {
     const { jobs, lockLifetimeMs } = this.deps;
     const now = new Date();
-    const claimed = await jobs.claimImage(jobId, index, now, new Date(now.getTime() - lockLifetimeMs), lease.lockedAt ?? now);
-    if (!claimed) return this.whyNotClaimed(jobId, index);
+    const staleBefore = new Date(now.getTime() - lockLifetimeMs);
+    const claimed = await jobs.claimImage(jobId, index, now, staleBefore, lease.lockedAt ?? now);
+    if (!claimed) return this.whyNotClaimed(jobId, index, staleBefore);
     const { image } = claimed;
     const attempt = image.attempt;
 
@@ -71,7 +79,7 @@ export class ImageRunner {
         await this.deps.images.delete(stored.fileId);
         return { kind: 'skipped', reason: 'attempt superseded before completion' };
       }
-      await this.finalizeIfDone(after.job);
+      await this.settlement.finalizeIfDone(after.job);
       return { kind: 'succeeded' };
     } catch (err) {
       stopHeartbeat();
@@ -79,7 +87,13 @@ export class ImageRunner {
       const message = errorText(err);
       if (isRetryableError(err) && attempt < this.deps.maxAttempts) {
         const released = await jobs.releaseImage(jobId, index, attempt, message, new Date());
-        return released ? { kind: 'retry', error: message } : { kind: 'skipped', reason: 'attempt superseded' };
+        if (!released) return { kind: 'skipped', reason: 'attempt superseded' };
+        // Canceled while it ran: it is not retried but canceled (and refunded) now, not at the next run.
+        if (released.job.cancelRequestedAt) {
+          await this.settlement.cancelImage(jobId, index, null);
+          return { kind: 'skipped', reason: 'job canceled' };
+        }
+        return { kind: 'retry', error: message };
       }
       if (isProviderOutcome(err)) return this.fail(claimed.job, index, attempt, message);
       // Infrastructure fault (database, storage): give the image back and let the queue retry.
@@ -88,42 +102,23 @@ export class ImageRunner {
     }
   }
 
-  /** Settles a refund left pending (by a crash between the steps) and finalizes the job if it is done. */
-  async settleRefund(job: JobSummary, index: number): Promise<void> {
-    await this.deps.credits.refund(
-      job.accountId,
-      1,
-      refundOpId(job.id, index),
-      { jobId: job.id, index, keyId: job.keyId, reason: 'image generation failed' },
-      // Counted under whoever started the job (its key, or the console), on the day of the refund.
-      { service: 'images', source: sourceOf(job) },
-    );
-    const after = await this.deps.jobs.markRefunded(job.id, index, new Date());
-    // The job records the refund (marked here or by whoever got there first): the id may go.
-    await this.deps.credits.settle(job.accountId, refundOpId(job.id, index));
-    // null: someone else marked it; they finalize.
-    if (after) await this.finalizeIfDone(after.job);
-  }
-
-  /** Moves a job whose images are all final (and refunds all settled) to its final status, once. */
-  async finalizeIfDone(job: JobSummary): Promise<boolean> {
-    const allFinal = job.succeededImages + job.failedImages === job.totalImages;
-    const refundsSettled = job.creditsRefunded === job.failedImages;
-    if (!allFinal || !refundsSettled || job.status === 'completed' || job.status === 'failed') return false;
-    return this.deps.jobs.finalize(job.id, job.succeededImages > 0 ? 'completed' : 'failed', new Date());
-  }
-
   private async fail(job: JobSummary, index: number, attempt: number, message: string): Promise<RunOutcome> {
     const after = await this.deps.jobs.failImage(job.id, index, attempt, message, new Date());
     if (!after) return { kind: 'skipped', reason: 'attempt superseded before failing' };
-    await this.settleRefund(after.job, index);
+    await this.settlement.refundImage(after.job, index, 'image generation failed');
     return { kind: 'failed', error: message };
   }
 
-  private async whyNotClaimed(jobId: string, index: number): Promise<RunOutcome> {
+  private async whyNotClaimed(jobId: string, index: number, staleBefore: Date): Promise<RunOutcome> {
     const job = await this.deps.jobs.findById(jobId);
     const image = job?.images.find((i) => i.index === index);
     if (!job || !image) return { kind: 'skipped', reason: 'job or image not found' };
+    if (job.cancelRequestedAt) {
+      // A cancel interrupted before it reached this image (a crash), or an image whose worker died
+      // after the cancel, is canceled here; a live run of the image is left to end by itself.
+      await this.settlement.cancelImage(jobId, index, staleBefore);
+      return { kind: 'skipped', reason: 'job canceled' };
+    }
     if (image.status === 'running' && image.heartbeatAt) {
       return { kind: 'busy', retryAt: new Date(image.heartbeatAt.getTime() + this.deps.lockLifetimeMs + 50) };
     }
@@ -147,8 +142,6 @@ export class ImageRunner {
     return () => clearInterval(timer);
   }
 }
-
-export const refundOpId = (jobId: string, index: number) => `refund:${jobId}:${index}`;
 
 /** Errors that are the provider's verdict on this prompt (they carry a `retryable` flag), not infrastructure faults. */
 function isProviderOutcome(err: unknown): boolean {

@@ -4,6 +4,7 @@ import type { IdempotentAttempt } from '../idempotency/service.js';
 import type { ImageJobService, JobPage, JobUrlContext } from '../ports.js';
 import { sourceOf, type Principal } from '../principal.js';
 import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.js';
+import { JobSettlement } from './settlement.js';
 import type { ImageUrlSigner } from './signed-urls.js';
 import type { JobCreated, JobView } from './types.js';
 import { isJobId, parsePrompts, type PromptLimits } from './validation.js';
@@ -19,6 +20,8 @@ export interface ImageJobServiceDeps {
   publicBaseUrl?: string;
   /** Failures that do not fail the request (an enqueue the sweep will redo). */
   onBackgroundError?: (err: unknown) => void;
+  /** Refunds and the end of jobs (cancel); default: one on `jobs` and `credits`. */
+  settlement?: JobSettlement;
 }
 
 export const MAX_PAGE_SIZE = 100;
@@ -59,7 +62,11 @@ export async function withdrawJob(
  * leaves in between.
  */
 export class ImageJobs implements ImageJobService {
-  constructor(private readonly deps: ImageJobServiceDeps) {}
+  private readonly settlement: JobSettlement;
+
+  constructor(private readonly deps: ImageJobServiceDeps) {
+    this.settlement = deps.settlement ?? new JobSettlement({ jobs: deps.jobs, credits: deps.credits });
+  }
 
   /**
    * `attempt`: the idempotent request this runs under, if any. A resumed attempt (its key was used by
@@ -84,8 +91,10 @@ export class ImageJobs implements ImageJobService {
       totalImages: n,
       succeededImages: 0,
       failedImages: 0,
+      canceledImages: 0,
       creditsUsed: n,
       creditsRefunded: 0,
+      cancelRequestedAt: null,
       charged: false,
       ...(attempt ? { request: attempt.ref } : {}),
       images: prompts.map((prompt, index) => ({
@@ -165,6 +174,26 @@ export class ImageJobs implements ImageJobService {
     const [job] = id ? await this.deps.jobs.findForAccount(principal.accountId, [id]) : [];
     if (!job) throw new AppError('job_not_found');
     return this.view(job, ctx);
+  }
+
+  /**
+   * Cancels the caller's job: from now on no image starts; the queued ones are canceled and refunded
+   * at once (each once, by whichever caller's guarded update moved it); a running one finishes, and the
+   * job ends `canceled` when nothing runs. Idempotent: a canceled (or canceling) job is answered again;
+   * a completed or failed one is job_finished; unknown, malformed or another account's: job_not_found.
+   * A crash half way is finished by the sweep (or by a worker that picks up one of its images).
+   */
+  async cancel(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView> {
+    const id = normalizeJobId(jobId);
+    const job = id ? await this.deps.jobs.requestCancel(id, principal.accountId, new Date()) : null;
+    if (!job) throw new AppError('job_not_found');
+    if (job.status === 'completed' || job.status === 'failed') throw new AppError('job_finished');
+    if (job.status !== 'canceled') {
+      for (const img of job.images) if (img.status === 'queued') await this.settlement.cancelImage(job.id, img.index, null);
+      // Nothing was queued (the last image ended while the cancel landed): the job ends here.
+      await this.settlement.finalizeIfDone(job);
+    }
+    return this.get(principal, job.id, ctx);
   }
 
   async getMany(principal: Principal, jobIds: readonly string[], ctx: JobUrlContext): Promise<(JobView | null)[]> {

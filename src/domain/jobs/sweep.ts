@@ -1,12 +1,14 @@
-import type { ImageWorkQueue, JobCredits, JobStore } from './records.js';
+import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.js';
 import type { ImageRunner } from './runner.js';
 import { withdrawJob } from './service.js';
+import type { JobSettlement } from './settlement.js';
 
 export interface JobSweeperDeps {
   jobs: JobStore;
   credits: JobCredits;
   queue: ImageWorkQueue;
-  runner: ImageRunner;
+  /** Its settlement settles refunds and ends jobs (the same rules as the runs). */
+  runner: Pick<ImageRunner, 'settlement'>;
   lockLifetimeMs: number;
   /** Uncharged jobs younger than this may still be in their create request. */
   unchargedGraceMs?: number;
@@ -18,6 +20,8 @@ export interface SweepReport {
   voided: number;
   refunded: number;
   refundsSettled: number;
+  /** Images of a job with a cancel requested that an interrupted cancel or a dead worker left. */
+  canceled: number;
   finalized: number;
   requeued: number;
 }
@@ -30,7 +34,7 @@ export class JobSweeper {
   constructor(private readonly deps: JobSweeperDeps) {}
 
   async sweep(now = new Date()): Promise<SweepReport> {
-    const report: SweepReport = { voided: 0, refunded: 0, refundsSettled: 0, finalized: 0, requeued: 0 };
+    const report: SweepReport = { voided: 0, refunded: 0, refundsSettled: 0, canceled: 0, finalized: 0, requeued: 0 };
     await this.reconcileUncharged(now, report);
     await this.repairStalled(now, report);
     return report;
@@ -50,20 +54,28 @@ export class JobSweeper {
     }
   }
 
-  /** Non-final jobs without recent progress: settle pending refunds, finalize, requeue lost images. */
+  /**
+   * Non-final jobs without recent progress: settle pending refunds, finish an interrupted cancel,
+   * finalize, requeue lost images.
+   */
   private async repairStalled(now: Date, report: SweepReport): Promise<void> {
-    const { jobs, queue, runner, lockLifetimeMs } = this.deps;
+    const { jobs, queue, lockLifetimeMs } = this.deps;
+    const { settlement } = this.deps.runner;
     const staleBefore = new Date(now.getTime() - lockLifetimeMs);
     for (const job of await jobs.findStalled(staleBefore, this.deps.batch ?? 100)) {
       for (const img of job.images) {
         if (img.refund === 'pending') {
-          await runner.settleRefund(job, img.index);
+          await settlement.refundImage(job, img.index, img.status === 'canceled' ? 'job canceled' : 'image generation failed');
           report.refundsSettled++;
         }
       }
+      if (job.cancelRequestedAt) {
+        await this.finishCancel(settlement, job, staleBefore, report);
+        continue;
+      }
       const fresh = await jobs.findById(job.id);
       if (!fresh) continue;
-      if (await runner.finalizeIfDone(fresh)) {
+      if (await settlement.finalizeIfDone(fresh)) {
         report.finalized++;
         continue;
       }
@@ -78,5 +90,14 @@ export class JobSweeper {
         report.requeued += missing.length;
       }
     }
+  }
+
+  /** A canceled job's images that nothing will run (queued, or their worker died) are canceled and refunded. */
+  private async finishCancel(settlement: JobSettlement, job: JobRecord, staleBefore: Date, report: SweepReport): Promise<void> {
+    for (const img of job.images) {
+      if ((img.status === 'queued' || img.status === 'running') && (await settlement.cancelImage(job.id, img.index, staleBefore))) report.canceled++;
+    }
+    const fresh = await this.deps.jobs.findById(job.id);
+    if (fresh && (await settlement.finalizeIfDone(fresh))) report.finalized++;
   }
 }

@@ -1,11 +1,12 @@
 /** Job and image states of the contract. Exhaustive switches over them end in UnreachableCaseError. */
-export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed'] as const;
+export const JOB_STATUSES = ['queued', 'running', 'completed', 'failed', 'canceled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
-export const IMAGE_STATUSES = ['queued', 'running', 'succeeded', 'failed'] as const;
+export const IMAGE_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'canceled'] as const;
 export type ImageStatus = (typeof IMAGE_STATUSES)[number];
 
-export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set(['completed', 'failed']);
+export type FinalJobStatus = Extract<JobStatus, 'completed' | 'failed' | 'canceled'>;
+export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set<FinalJobStatus>(['completed', 'failed', 'canceled']);
 
 /** One image of a job as clients see it (REST GET, GraphQL `job`, `jobStatus`). */
 export interface ImageView {

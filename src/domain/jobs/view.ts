@@ -29,6 +29,7 @@ function toImageView(jobId: string, img: ImageRecord, signer: ImageUrlSigner, ba
       return { index: img.index, prompt: img.prompt, status, url: null, error: img.error ?? 'Image generation failed' };
     case 'queued':
     case 'running':
+    case 'canceled':
       return { index: img.index, prompt: img.prompt, status, url: null, error: null };
     default:
       throw new UnreachableCaseError(status);

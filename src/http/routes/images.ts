@@ -4,7 +4,7 @@ import type { ImageJobService } from '../../domain/ports.js';
 import { idempotent, type BaseUrlOf, type RouteModule } from './types.js';
 
 /**
- * Image service (SERVICES=images): start a job, poll it, and fetch its images by signed URL.
+ * Image service (SERVICES=images): start a job, poll it, cancel it, and fetch its images by signed URL.
  * POST answers 201 Created with a Location header naming the job's status URL.
  */
 const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; idempotency: Idempotency; baseUrlOf: BaseUrlOf }> = async (
@@ -21,6 +21,12 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
   app.get<{ Params: { jobId: string } }>('/api/playground/images/:jobId', { config: { auth: 'apiKey' } }, async (request, reply) => {
     const job = await jobs.get(request.principal!, request.params.jobId, { baseUrl: baseUrlOf(request) });
     // Progress changes between polls: never serve a cached copy.
+    return reply.header('cache-control', 'no-store').send(job);
+  });
+
+  // Free and idempotent (a canceled job is answered again), so no Idempotency-Key is needed.
+  app.post<{ Params: { jobId: string } }>('/api/playground/images/:jobId/cancel', { config: { auth: 'apiKey' } }, async (request, reply) => {
+    const job = await jobs.cancel(request.principal!, request.params.jobId, { baseUrl: baseUrlOf(request) });
     return reply.header('cache-control', 'no-store').send(job);
   });
 
