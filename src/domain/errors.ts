@@ -78,6 +78,7 @@ export const ERROR_CATALOG = {
   job_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Job not found', retryable: false },
   route_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Route not found', retryable: false },
   image_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Image not found', retryable: false },
+  webhook_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Webhook not found', retryable: false },
   invalid_signature: {
     httpStatus: 403,
     graphqlCode: 'FORBIDDEN',

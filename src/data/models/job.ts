@@ -30,6 +30,8 @@ export interface JobDoc {
   createdAt: Date;
   updatedAt: Date;
   completedAt: Date | null;
+  /** See JobRecord.eventPending. */
+  eventPending?: boolean;
 }
 
 const imageSchema = new Schema(
@@ -66,6 +68,7 @@ const jobSchema = new Schema<JobDoc>(
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
     completedAt: { type: Date, default: null },
+    eventPending: { type: Boolean },
   },
   // updatedAt is written explicitly by every update: the GraphQL subscription keys on it.
   { collection: 'jobs', versionKey: false, timestamps: false, autoIndex: true },

@@ -14,6 +14,8 @@ export interface ImageRunnerDeps {
   /** Claims of one image (crashes included) before it fails for good. */
   maxAttempts: number;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
+  /** The job just became final (its webhook event is due): publishes it. Failures are left to the sweep. */
+  onFinal?: (jobId: string) => Promise<void>;
 }
 
 /** How a run ended, for the queue door: `retry` asks for a later run (with backoff). */
@@ -110,7 +112,9 @@ export class ImageRunner {
     const allFinal = job.succeededImages + job.failedImages === job.totalImages;
     const refundsSettled = job.creditsRefunded === job.failedImages;
     if (!allFinal || !refundsSettled || job.status === 'completed' || job.status === 'failed') return false;
-    return this.deps.jobs.finalize(job.id, job.succeededImages > 0 ? 'completed' : 'failed', new Date());
+    const finalized = await this.deps.jobs.finalize(job.id, job.succeededImages > 0 ? 'completed' : 'failed', new Date());
+    if (finalized) await this.deps.onFinal?.(job.id).catch((err: unknown) => this.deps.log?.('publishing the job event failed', { jobId: job.id, err }));
+    return finalized;
   }
 
   private async fail(job: JobSummary, index: number, attempt: number, message: string): Promise<RunOutcome> {
