@@ -36,6 +36,7 @@ import clientTokenRoutes from './routes/client-tokens.js';
 import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
 import imageRoutes from './routes/images.js';
+import webhookRoutes from './routes/webhooks.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -124,6 +125,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   await app.register(healthRoutes, { health: services.health });
   await app.register(clientTokenRoutes, { tokens: services.clientTokens });
+  await app.register(webhookRoutes, { webhooks: services.webhooks, baseUrlOf });
   if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency });
   if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf });
   // The door closes itself (WebSockets, Apollo) when the app closes.

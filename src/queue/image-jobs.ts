@@ -9,11 +9,13 @@ import { ImageRunner } from '../domain/jobs/runner.js';
 import { ImageJobs } from '../domain/jobs/service.js';
 import { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
 import { JobSweeper } from '../domain/jobs/sweep.js';
-import type { Logger } from '../domain/logger.js';
+import { silentLogger, type Logger } from '../domain/logger.js';
 import { createImageProvider, type ImageProvider } from '../providers/images/index.js';
 import { GridFsImageStore } from '../storage/gridfs.js';
 import type { ImageStore } from '../storage/types.js';
+import type { HostResolver } from '../domain/webhooks/ports.js';
 import { ImageQueue } from './image-queue.js';
+import { openWebhooks, type WebhooksModule } from './webhooks.js';
 
 /** Everything image jobs need, built once per process from config and the database connection. */
 export interface ImageJobsModule {
@@ -26,6 +28,8 @@ export interface ImageJobsModule {
   store: MongoJobStore;
   images: ImageStore;
   provider: ImageProvider;
+  /** Webhooks ride on the same queue; a final job publishes its event through them. */
+  webhooks: WebhooksModule;
   close(): Promise<void>;
 }
 
@@ -39,6 +43,8 @@ export async function openImageJobs(deps: {
   role: string;
   /** Background errors of the queue and the runner's heartbeats (a database outage is summarized). */
   log?: Logger;
+  /** Replaces DNS for webhook URLs (tests). */
+  webhookResolver?: HostResolver;
 }): Promise<ImageJobsModule> {
   const { config, connection, credits } = deps;
   const db = connection.db;
@@ -59,6 +65,7 @@ export async function openImageJobs(deps: {
     // readyState 1 = connected; the driver reports a lost server at once (broken sockets, heartbeats).
     databaseReachable: () => connection.readyState === 1,
   });
+  const webhooks = await openWebhooks({ config, connection, imageQueue: queue, signer, log: deps.log ?? silentLogger, resolve: deps.webhookResolver });
   const reconnected = () => queue.errors.recovered();
   connection.on('reconnected', reconnected);
   const service = new ImageJobs({
@@ -79,6 +86,12 @@ export async function openImageJobs(deps: {
     maxAttempts: config.IMAGE_MAX_ATTEMPTS,
     // A missed heartbeat is harmless while the next one lands in time; in an outage they all fail.
     log: (msg, extra) => queue.errors.report(extra?.err ?? new Error(msg), 'heartbeat'),
+    // A publish that fails here is redone by the webhook sweep (the job keeps its eventPending flag).
+    onFinal: (jobId) =>
+      webhooks.publisher.publishJob(jobId).then(
+        () => undefined,
+        (err: unknown) => queue.errors.report(err, 'webhooks'),
+      ),
   });
   const sweeper = new JobSweeper({ jobs: store, credits, queue, runner, lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS });
   const files = new ImageFiles({ jobs: store, images, signer });
@@ -92,6 +105,7 @@ export async function openImageJobs(deps: {
     store,
     images,
     provider,
+    webhooks,
     close: async () => {
       connection.off('reconnected', reconnected);
       await queue.close();
