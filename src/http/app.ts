@@ -156,6 +156,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       sessions: services.console.sessions,
       signIn: services.console.signIn,
       clientTokens: services.clientTokens,
+      webhooks: services.webhooks,
     },
     baseUrlOf,
   });
