@@ -88,7 +88,7 @@ describe('kill -9 while the receiver is down', () => {
     expect(job.jobId).toEqual(expect.any(String));
     const deliveries = client.db(DB).collection<{ _id: string; eventId: string; attempts: unknown[]; status: string }>('webhookDeliveries');
     // Written, attempted and failed (connection refused) at least once: the event lives in the database.
-    await until(async () => ((await deliveries.findOne({}))?.attempts.length ?? 0) >= 1, 60_000);
+    await until(async () => ((await deliveries.findOne({}))?.attempts.length ?? 0) >= 1, 'a failed attempt recorded', { timeoutMs: 60_000 });
     const stored = (await deliveries.findOne({}))!;
     expect(stored.status).toBe('pending');
 
@@ -106,12 +106,12 @@ describe('kill -9 while the receiver is down', () => {
     const next = spawnWorker(env);
     workers.push(next);
     await next.ready;
-    await until(() => (receiver?.received.length ?? 0) >= 1, 60_000);
+    await until(() => (receiver?.received.length ?? 0) >= 1, 'the delivery after the restart', { timeoutMs: 60_000 });
     const [delivery] = receiver.received;
     expect(delivery.verified, delivery.error).toBe(true);
     expect(delivery.id).toBe(stored.eventId);
     expect(delivery.body).toMatchObject({ type: 'job.completed', data: { jobId: job.jobId, status: 'completed' } });
-    await until(async () => (await deliveries.findOne({ _id: stored._id }))?.status === 'succeeded', 30_000);
+    await until(async () => (await deliveries.findOne({ _id: stored._id }))?.status === 'succeeded', 'the delivery recorded as succeeded');
     expect(receiver.received.filter((r) => r.statusCode < 300)).toHaveLength(1);
   });
 });
