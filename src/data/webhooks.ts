@@ -9,6 +9,8 @@ type DeliveryDoc = Omit<DeliveryRecord, 'id'> & { _id: string };
 
 /** Attempts kept per delivery (the schedule has 10; a resend starts its own list). */
 const ATTEMPTS_KEPT = 50;
+/** Deliveries are kept this long (the default schedule gives up after about 3 days), then the database drops them. */
+export const DELIVERY_RETENTION_DAYS = 30;
 
 /** Webhook endpoints on MongoDB (collection `webhookEndpoints`). */
 export class MongoEndpointStore implements EndpointStore {
@@ -61,6 +63,7 @@ export class MongoDeliveryStore implements DeliveryStore {
     await this.collection.createIndex({ accountId: 1, createdAt: -1 });
     // The sweep: pending deliveries by due time.
     await this.collection.createIndex({ status: 1, nextAttemptAt: 1 });
+    await this.collection.createIndex({ createdAt: 1 }, { expireAfterSeconds: DELIVERY_RETENTION_DAYS * 86_400 });
   }
 
   async insertOnce(delivery: DeliveryRecord): Promise<boolean> {

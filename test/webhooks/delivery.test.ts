@@ -178,4 +178,17 @@ describe('retries', () => {
     await until(() => receiver.received.length >= 2);
     expect(receiver.received[1].id).toBe(receiver.received[0].id);
   });
+
+  it('job.canceled needs only the status: a job stored as canceled (cancellation lands separately) is announced as such', async () => {
+    const { account, receiver } = await subscribed(['job.canceled']);
+    const jobId = await generate(account, ['to be canceled']);
+    await until(async () => (await t.services.imageJobs.store.findById(jobId))?.status === 'completed');
+    // What a cancel's guarded update leaves: the final status, the event still pending.
+    await t.connection.db!.collection('jobs').updateOne({ _id: jobId as never }, { $set: { status: 'canceled', eventPending: true, updatedAt: new Date() } });
+    expect(receiver.received).toHaveLength(0);
+    await t.services.imageJobs.webhooks.publisher.publishJob(jobId);
+    await until(() => receiver.received.length >= 1);
+    expect(receiver.received[0].verified).toBe(true);
+    expect(receiver.received[0].body).toMatchObject({ type: 'job.canceled', data: { jobId, status: 'canceled' } });
+  });
 });
