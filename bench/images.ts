@@ -6,9 +6,11 @@
  *  - images/s draining a 2,000-image backlog with one and with two workers;
  *  - how many images were generated more than once (must be 0).
  * Env: BENCH_LATENCY_SAMPLES (200), BENCH_BACKLOG (2000), WORKER_CONCURRENCY (worker default),
- * BENCH_WORKER_NODE_ARGS (extra node flags for the workers, e.g. --cpu-prof).
+ * BENCH_WORKER_NODE_ARGS (extra node flags for the workers, e.g. --cpu-prof), BENCH_WEBHOOK=1 (a
+ * webhook endpoint on 127.0.0.1 registered for every event: what delivering them costs the pipeline).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
@@ -21,6 +23,9 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
 const BACKLOG = Number(process.env.BENCH_BACKLOG ?? 2000);
 const PER_JOB = 50;
+const WEBHOOK = process.env.BENCH_WEBHOOK === '1';
+/** Webhook deliveries the receiver acknowledged (BENCH_WEBHOOK=1). */
+let webhooksReceived = 0;
 
 interface Worker {
   proc: ChildProcess;
@@ -40,7 +45,13 @@ async function main(): Promise<void> {
   const dbName = `bench_images_${Date.now()}`;
   const dbUri = new URL(uri);
   dbUri.pathname = `/${dbName}`;
-  const config = loadConfig({ NODE_ENV: 'production', LOG_LEVEL: 'silent', MONGODB_URI: dbUri.toString(), IN_PROCESS_WORKER: 'false' });
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'silent',
+    MONGODB_URI: dbUri.toString(),
+    IN_PROCESS_WORKER: 'false',
+    WEBHOOK_ALLOW_PRIVATE_URLS: WEBHOOK ? 'true' : 'false',
+  });
   const connection = await connectDatabase(dbUri.toString());
   const services = await buildServices(config, { connection, role: 'bench-gateway' });
   const app = await buildApp({ config, services, logger: false });
@@ -50,6 +61,7 @@ async function main(): Promise<void> {
   const account = await services.credits.createAccount('bench', 10_000_000, actor);
   const { key } = await services.keys.create(account.id, 'bench', actor);
   const store = services.imageJobs.store;
+  if (WEBHOOK) await services.webhooks.create(account.id, { url: await startReceiver() }, base);
   const db = connection.db!;
 
   const post = async (prompts: string[]) => {
@@ -71,7 +83,10 @@ async function main(): Promise<void> {
     }
   };
 
-  say(`image bench: ${SAMPLES} latency samples, ${BACKLOG}-image backlog, builtin provider, database ${embedded ? 'embedded' : 'MONGODB_URI'}`);
+  say(
+    `image bench: ${SAMPLES} latency samples, ${BACKLOG}-image backlog, builtin provider, database ${embedded ? 'embedded' : 'MONGODB_URI'}` +
+      (WEBHOOK ? ', a webhook endpoint registered for every event' : ''),
+  );
 
   // 1. Enqueue-to-start with an idle worker: one single-image job at a time.
   const w1 = startWorker(dbUri.toString(), 'latency');
@@ -134,6 +149,7 @@ async function main(): Promise<void> {
     );
     await Promise.all(ws.map(stopWorker));
   }
+  if (WEBHOOK) say(`webhook deliveries acknowledged: ${webhooksReceived}`);
 
   await app.close();
   await services.close();
@@ -146,7 +162,7 @@ function startWorker(uri: string, name: string): Worker {
   const extra = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const proc = spawn(process.execPath, [...extra, '--import', 'tsx/esm', 'workers/main.ts'], {
     cwd: ROOT,
-    env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'info', IMAGE_PROVIDER: 'builtin', NODE_ENV: 'production' },
+    env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'info', IMAGE_PROVIDER: 'builtin', NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_URLS: WEBHOOK ? 'true' : 'false' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
@@ -163,6 +179,20 @@ function startWorker(uri: string, name: string): Worker {
   const w = { proc, ready, exited };
   workers.push(w);
   return w;
+}
+
+/** A receiver on 127.0.0.1 that acknowledges every delivery; resolves with its URL. */
+async function startReceiver(): Promise<string> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      webhooksReceived++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  server.unref();
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}/hooks`;
 }
 
 async function stopWorker(w: Worker): Promise<void> {

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DEFAULT_RETRY_SCHEDULE, parseSchedule } from './domain/webhooks/schedule.js';
 
 /**
  * The only module that reads process.env. Parsed once, validated, frozen; everything else receives a
@@ -135,6 +136,14 @@ const schema = z
     /** The console warns when the balance is below this. */
     LOW_BALANCE_THRESHOLD: int(10, 0),
 
+    /** Delays before each webhook retry after a failed attempt (Standard Webhooks' schedule by default). */
+    WEBHOOK_RETRY_SCHEDULE: z
+      .string()
+      .default(DEFAULT_RETRY_SCHEDULE)
+      .refine((s) => parseSchedule(s) !== null, 'must be a comma-separated list of durations such as 5s,5m,2h (units ms, s, m, h, d)'),
+    /** Lets webhooks go to loopback, private and link-local addresses: development and tests only. */
+    WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
+
     GRAPHQL_INTROSPECTION: bool(true),
     GRAPHQL_MAX_DEPTH: int(8, 1),
     GRAPHQL_MAX_ALIASES: int(15, 0),
@@ -188,6 +197,11 @@ export function checkGatewayConfig(config: Config): void {
       'Invalid configuration:\n  PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
     );
   }
+}
+
+/** WEBHOOK_RETRY_SCHEDULE in milliseconds (validated when the config was loaded). */
+export function webhookRetrySchedule(config: Pick<Config, 'WEBHOOK_RETRY_SCHEDULE'>): number[] {
+  return parseSchedule(config.WEBHOOK_RETRY_SCHEDULE) ?? [];
 }
 
 function emptyToUndefined(v: string | undefined): string | undefined {

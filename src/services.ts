@@ -48,6 +48,9 @@ import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
 import type { ImageJobService } from './domain/ports.js';
 import type { ImageFiles } from './domain/jobs/files.js';
 import { MongoUsageStore } from './data/usage.js';
+import type { WebhookEndpoints } from './domain/webhooks/endpoints.js';
+import type { LowCreditsAlerts } from './domain/webhooks/low-credits.js';
+import type { HostResolver } from './domain/webhooks/ports.js';
 import { UsageService } from './domain/usage/service.js';
 
 export interface ConsoleServices {
@@ -94,6 +97,8 @@ export interface Services {
   readonly budgeted: { readonly definitions: DefinitionService; readonly jobs: ImageJobService };
   /** Idempotency keys of the charging operations (REST Idempotency-Key, GraphQL idempotencyKey). */
   readonly idempotency: Idempotency;
+  /** Webhook endpoints and deliveries (REST and the console). */
+  readonly webhooks: WebhookEndpoints;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -109,6 +114,8 @@ export interface ServiceDeps {
   host?: string;
   /** Replaces the configured image provider (tests, benchmarks). */
   imageProvider?: ImageProvider;
+  /** Replaces DNS for webhook URLs (tests). */
+  webhookResolver?: HostResolver;
   /** Replaces argon2id (tests that create many users). */
   passwordHasher?: PasswordHasher;
   /** Names this process in the work queue; default `gateway`. */
@@ -144,7 +151,15 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
 
-  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host });
+  // Bound once the webhooks exist (they ride on the image queue, which needs the credits first).
+  const late: { alerts?: LowCreditsAlerts } = {};
+  const credits = new CreditService({
+    accounts: accountStore,
+    audit: auditStore,
+    host,
+    onBalanceChanged: async (accountId, balance, state) =>
+      late.alerts?.observe(accountId, balance, state).catch((err: unknown) => log.warn({ err }, 'webhooks: credits.low check failed')),
+  });
   const keys = createKeyServices({
     keys: keyStore,
     accounts: accountStore,
@@ -167,7 +182,16 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const usage = await openUsage(connection);
   const stopRollUps = usage.startRollUps({ everyMs: 3_600_000, onError: (err) => log.warn({ err }, 'usage: roll-up failed') });
 
-  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: deps.role ?? 'gateway', log });
+  const imageJobs = await openImageJobs({
+    config,
+    connection,
+    credits,
+    provider: deps.imageProvider,
+    role: deps.role ?? 'gateway',
+    log,
+    webhookResolver: deps.webhookResolver,
+  });
+  late.alerts = imageJobs.webhooks.alerts;
   // Started lazily by the first subscriber: workers and the CLI build services too and never watch.
   const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
 
@@ -212,6 +236,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     health: databaseHealth(connection),
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
+    webhooks: imageJobs.webhooks.endpoints,
     async close() {
       stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.

@@ -5,6 +5,8 @@ import type { JobSweeper } from '../src/domain/jobs/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
 import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
 import type { ImageJobsModule } from '../src/queue/image-jobs.js';
+import type { WebhooksModule } from '../src/queue/webhooks.js';
+import { defineWebhookHandlers, scheduleWebhookSweep } from './webhook-worker.js';
 
 export interface ImageWorkerOptions {
   queue: ImageQueue;
@@ -14,6 +16,8 @@ export interface ImageWorkerOptions {
   lockLifetimeMs: number;
   sweepIntervalMs: number;
   log: Logger;
+  /** Also deliver webhooks (their entries share the queue) and run their sweep. */
+  webhooks?: WebhooksModule;
 }
 
 export interface Logger {
@@ -46,6 +50,7 @@ export function startConfiguredImageWorker(config: Config, imageJobs: ImageJobsM
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
     log,
+    webhooks: imageJobs.webhooks,
   });
 }
 
@@ -111,12 +116,15 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
     { concurrency: 1, lockLifetime: Math.max(opts.lockLifetimeMs, 60_000) },
   );
 
+  if (opts.webhooks) defineWebhookHandlers(agenda, opts.webhooks, { concurrency: opts.concurrency, log });
+
   // A finished run frees a lock slot: take the next waiting entry now rather than at the next poll.
   agenda.on(`complete:${GENERATE_IMAGE}`, () => channel.kick(GENERATE_IMAGE));
 
   await agenda.start();
   // One recurring entry shared by all workers (Agenda keeps a single document per `every` name).
   await agenda.every(opts.sweepIntervalMs, SWEEP_JOBS, undefined, { skipImmediate: true });
+  if (opts.webhooks) await scheduleWebhookSweep(agenda, opts.sweepIntervalMs);
   log.info({ crossProcessNotifications: channel.crossProcess, concurrency: opts.concurrency }, 'image worker started');
 
   return {

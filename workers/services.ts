@@ -1,7 +1,7 @@
 /**
  * Composition root of a standalone worker process: only what running image jobs needs. A worker
  * refunds failed images (credits, with their audit entries), claims and completes images (job store,
- * image store, provider) and runs the queue and its sweep. It serves no requests, so it builds no keys
+ * image store, provider), delivers webhooks and runs the queue and its sweeps. It serves no requests, so it builds no keys
  * or key change feed, no definitions, no job events for subscriptions.
  */
 import { hostname } from 'node:os';
@@ -11,6 +11,8 @@ import { MongoAccountStore } from '../src/data/accounts.js';
 import { MongoAuditStore } from '../src/data/audit.js';
 import { CreditService } from '../src/domain/credits/service.js';
 import { silentLogger, type Logger } from '../src/domain/logger.js';
+import type { LowCreditsAlerts } from '../src/domain/webhooks/low-credits.js';
+import type { HostResolver } from '../src/domain/webhooks/ports.js';
 import type { ImageProvider } from '../src/providers/images/types.js';
 import { openImageJobs, type ImageJobsModule } from '../src/queue/image-jobs.js';
 
@@ -28,6 +30,8 @@ export interface WorkerServiceDeps {
   imageProvider?: ImageProvider;
   /** Host name recorded in refund audit entries; default os.hostname(). */
   host?: string;
+  /** Replaces DNS for webhook URLs (tests). */
+  webhookResolver?: HostResolver;
 }
 
 export async function buildWorkerServices(config: Config, deps: WorkerServiceDeps): Promise<WorkerServices> {
@@ -36,8 +40,16 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
   const accountStore = new MongoAccountStore(connection);
   const auditStore = new MongoAuditStore(connection);
   await Promise.all([accountStore.init(), auditStore.init()]);
-  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host: deps.host ?? hostname() });
-  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: 'worker', log });
+  // Bound once the webhooks exist (they ride on the image queue, which needs the credits first).
+  const late: { alerts?: LowCreditsAlerts } = {};
+  const credits = new CreditService({
+    accounts: accountStore,
+    audit: auditStore,
+    host: deps.host ?? hostname(),
+    onBalanceChanged: async (accountId, balance, state) => late.alerts?.observe(accountId, balance, state),
+  });
+  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: 'worker', log, webhookResolver: deps.webhookResolver });
+  late.alerts = imageJobs.webhooks.alerts;
   return {
     imageJobs,
     close: () => imageJobs.close(),

@@ -13,6 +13,8 @@ import { AuditLog } from '../domain/audit/service.js';
 import type { PasswordHasher } from '../domain/console/passwords.js';
 import { UserService } from '../domain/console/users.js';
 import { CreditService } from '../domain/credits/service.js';
+import { LowCreditsAlerts } from '../domain/webhooks/low-credits.js';
+import { MongoLowCreditsStore } from '../data/low-credits.js';
 import { createKeyServices, type KeyManager } from '../domain/keys/index.js';
 import type { UsageService } from '../domain/usage/service.js';
 import { argon2Hasher } from '../providers/passwords/argon2.js';
@@ -36,7 +38,15 @@ export async function buildAdminServices(deps: { connection: Connection; host?: 
   const userStore = new MongoUserStore(connection);
   const sessionStore = new MongoSessionStore(connection);
   await Promise.all([accountStore, keyStore, auditStore, userStore, sessionStore].map((store) => store.init()));
-  const credits = new CreditService({ accounts: accountStore, audit: auditStore, host: deps.host ?? hostname() });
+  // A grant re-arms `credits.low`. The CLI runs no queue: an event it writes (only in a race with a
+  // charge) stays on the account, and a worker's webhook sweep publishes it.
+  const alerts = new LowCreditsAlerts({ store: new MongoLowCreditsStore(connection), publisher: { publishLowCredits: async () => {} } });
+  const credits = new CreditService({
+    accounts: accountStore,
+    audit: auditStore,
+    host: deps.host ?? hostname(),
+    onBalanceChanged: (accountId, balance, state) => alerts.observe(accountId, balance, state),
+  });
   const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
   const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });
   return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: await openUsage(connection), users, close: () => keys.close() };

@@ -37,6 +37,7 @@ import sessionRoutes from './routes/sessions.js';
 import signInRoutes from './routes/sign-in.js';
 import type { ConsoleServices } from './routes/types.js';
 import usageRoutes from './routes/usage.js';
+import webhookRoutes from './routes/webhooks.js';
 
 export type { ConsoleServices } from './routes/types.js';
 
@@ -71,6 +72,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(jobRoutes, { jobs: s.jobs, baseUrlOf });
       await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobEvents: s.jobEvents, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
+      await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },

@@ -2,7 +2,7 @@ import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection, Document } from 'mongodb';
 import type { AccountRecord, AccountStore, ApplyResult } from '../domain/credits/records.js';
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
-import { OPS_KEPT, accountModel, type AccountDoc } from './models/account.js';
+import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageBucket } from './models/usage.js';
 
 /**
@@ -60,8 +60,11 @@ export class MongoAccountStore implements AccountStore {
       }
       update.$min = { usageOldestDay: day };
     }
-    const after = await this.collection.findOneAndUpdate(filter, update, { returnDocument: 'after', projection: { credits: 1 } });
-    if (after) return { kind: 'applied', balance: after.credits };
+    const after = await this.collection.findOneAndUpdate(filter, update, {
+      returnDocument: 'after',
+      projection: { credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1 },
+    });
+    if (after) return { kind: 'applied', balance: after.credits, lowCredits: lowCreditsStateOf(after) };
     // No match: tell apart an operation already applied or voided, a balance too low and an unknown
     // account. One read: `ops` holds only operations in flight, so it is short.
     const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ...(opId === null ? {} : { ops: 1 }) } });

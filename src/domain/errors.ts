@@ -79,6 +79,7 @@ export const ERROR_CATALOG = {
   job_finished: { httpStatus: 409, graphqlCode: 'CONFLICT', message: 'Job already finished (completed or failed): nothing to cancel', retryable: false },
   route_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Route not found', retryable: false },
   image_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Image not found', retryable: false },
+  webhook_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Webhook not found', retryable: false },
   invalid_signature: {
     httpStatus: 403,
     graphqlCode: 'FORBIDDEN',

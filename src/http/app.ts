@@ -37,6 +37,7 @@ import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
 import imageRoutes from './routes/images.js';
 import rootRoutes from './routes/root.js';
+import webhookRoutes from './routes/webhooks.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -126,6 +127,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   await app.register(healthRoutes, { health: services.health });
   await app.register(rootRoutes, {});
   await app.register(clientTokenRoutes, { tokens: services.clientTokens });
+  await app.register(webhookRoutes, { webhooks: services.webhooks, baseUrlOf });
   if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency });
   if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf });
   // The door closes itself (WebSockets, Apollo) when the app closes.
@@ -156,6 +158,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       sessions: services.console.sessions,
       signIn: services.console.signIn,
       clientTokens: services.clientTokens,
+      webhooks: services.webhooks,
     },
     baseUrlOf,
   });

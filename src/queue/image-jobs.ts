@@ -10,11 +10,13 @@ import { ImageJobs } from '../domain/jobs/service.js';
 import { JobSettlement } from '../domain/jobs/settlement.js';
 import { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
 import { JobSweeper } from '../domain/jobs/sweep.js';
-import type { Logger } from '../domain/logger.js';
+import { silentLogger, type Logger } from '../domain/logger.js';
 import { createImageProvider, type ImageProvider } from '../providers/images/index.js';
 import { GridFsImageStore } from '../storage/gridfs.js';
 import type { ImageStore } from '../storage/types.js';
+import type { HostResolver } from '../domain/webhooks/ports.js';
 import { ImageQueue } from './image-queue.js';
+import { openWebhooks, type WebhooksModule } from './webhooks.js';
 
 /** Everything image jobs need, built once per process from config and the database connection. */
 export interface ImageJobsModule {
@@ -27,6 +29,8 @@ export interface ImageJobsModule {
   store: MongoJobStore;
   images: ImageStore;
   provider: ImageProvider;
+  /** Webhooks ride on the same queue; a final job publishes its event through them. */
+  webhooks: WebhooksModule;
   close(): Promise<void>;
 }
 
@@ -40,6 +44,8 @@ export async function openImageJobs(deps: {
   role: string;
   /** Background errors of the queue and the runner's heartbeats (a database outage is summarized). */
   log?: Logger;
+  /** Replaces DNS for webhook URLs (tests). */
+  webhookResolver?: HostResolver;
 }): Promise<ImageJobsModule> {
   const { config, connection, credits } = deps;
   const db = connection.db;
@@ -60,10 +66,20 @@ export async function openImageJobs(deps: {
     // readyState 1 = connected; the driver reports a lost server at once (broken sockets, heartbeats).
     databaseReachable: () => connection.readyState === 1,
   });
+  const webhooks = await openWebhooks({ config, connection, imageQueue: queue, signer, log: deps.log ?? silentLogger, resolve: deps.webhookResolver });
   const reconnected = () => queue.errors.recovered();
   connection.on('reconnected', reconnected);
   // One settlement for the three doors into a job's end (cancel, runs, sweep): a hook on jobs ending goes there.
-  const settlement = new JobSettlement({ jobs: store, credits });
+  const settlement = new JobSettlement({
+    jobs: store,
+    credits,
+    // A publish that fails here is redone by the webhook sweep (the job keeps its eventPending flag).
+    onEnded: (job) =>
+      webhooks.publisher.publishJob(job.id).then(
+        () => undefined,
+        (err: unknown) => queue.errors.report(err, 'webhooks'),
+      ),
+  });
   const service = new ImageJobs({
     jobs: store,
     credits,
@@ -97,6 +113,7 @@ export async function openImageJobs(deps: {
     store,
     images,
     provider,
+    webhooks,
     close: async () => {
       connection.off('reconnected', reconnected);
       await queue.close();

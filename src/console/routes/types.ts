@@ -8,6 +8,7 @@ import type { ClientTokens } from '../../domain/client-tokens/service.js';
 import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
 import type { JobEvents } from '../../queue/job-events.js';
+import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
 
 /** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
 export interface ConsoleServices {
@@ -22,6 +23,7 @@ export interface ConsoleServices {
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
+  webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 
 /** A console section: a Fastify plugin, registered under /console, given only what its routes call. */

@@ -9,6 +9,7 @@ export const NAV = [
   { href: '/console/playground', label: 'Playground' },
   { href: '/console/sessions', label: 'Sessions' },
   { href: '/console/explorer', label: 'Explorer' },
+  { href: '/console/webhooks', label: 'Webhooks' },
 ] as const;
 
 export interface PageContext {

@@ -1,4 +1,5 @@
 import { Schema, Types, type Connection, type Model } from 'mongoose';
+import { DEFAULT_LOW_CREDITS_THRESHOLD } from '../../domain/webhooks/types.js';
 import type { UsageCounters } from './usage.js';
 
 /** Stored shape of an account (collection `accounts`). */
@@ -20,6 +21,12 @@ export interface AccountDoc {
   usage?: Record<string, UsageCounters>;
   /** At or before the day of the oldest bucket in `usage` (absent: none): how a roll-up finds accounts. */
   usageOldestDay?: Date;
+  /** `credits.low` threshold (absent: the default, 10); see MongoLowCreditsStore. */
+  lowCreditsThreshold?: number;
+  /** True after `credits.low` fired, until the balance is back at or above the threshold. */
+  lowCreditsDisarmed?: boolean;
+  /** A `credits.low` event written with the disarming, until it is published. */
+  lowCreditsEvent?: { eventId: string; credits: number; threshold: number; at: Date } | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -43,6 +50,9 @@ const accountSchema = new Schema<AccountDoc>(
     ops: { type: [String], default: [] },
     usage: { type: Schema.Types.Mixed },
     usageOldestDay: { type: Date },
+    lowCreditsThreshold: { type: Number },
+    lowCreditsDisarmed: { type: Boolean },
+    lowCreditsEvent: { type: Schema.Types.Mixed },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },
@@ -53,3 +63,9 @@ accountSchema.index({ usageOldestDay: 1 }, { sparse: true });
 export function accountModel(connection: Connection): Model<AccountDoc> {
   return (connection.models.Account as Model<AccountDoc> | undefined) ?? connection.model<AccountDoc>('Account', accountSchema);
 }
+
+/** The state read from an account document (fields absent: the defaults). */
+export function lowCreditsStateOf(doc: Pick<AccountDoc, 'lowCreditsThreshold' | 'lowCreditsDisarmed'>): { threshold: number; armed: boolean } {
+  return { threshold: doc.lowCreditsThreshold ?? DEFAULT_LOW_CREDITS_THRESHOLD, armed: doc.lowCreditsDisarmed !== true };
+}
+

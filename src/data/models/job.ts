@@ -32,6 +32,8 @@ export interface JobDoc {
   createdAt: Date;
   updatedAt: Date;
   completedAt: Date | null;
+  /** See JobRecord.eventPending. */
+  eventPending?: boolean;
 }
 
 const imageSchema = new Schema(
@@ -70,6 +72,7 @@ const jobSchema = new Schema<JobDoc>(
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
     completedAt: { type: Date, default: null },
+    eventPending: { type: Boolean },
   },
   // updatedAt is written explicitly by every update: the GraphQL subscription keys on it.
   { collection: 'jobs', versionKey: false, timestamps: false, autoIndex: true },

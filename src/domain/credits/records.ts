@@ -10,7 +10,12 @@ export interface AccountRecord {
 
 /** Outcome of one guarded balance change. */
 export type ApplyResult =
-  | { kind: 'applied'; balance: number }
+  | {
+      kind: 'applied';
+      balance: number;
+      /** The account's `credits.low` state, read in the same update (absent where the store does not read it). */
+      lowCredits?: { threshold: number; armed: boolean };
+    }
   /** The op id is already recorded on the account: nothing changed this time. */
   | { kind: 'already_applied'; balance: number }
   /** The op id was voided (voidOp): it never applies. */

@@ -10,6 +10,12 @@ export interface CreditServiceDeps {
   /** Recorded on entries written by automatic operations (refunds): which process did it. */
   host: string;
   now?: () => Date;
+  /**
+   * Told of every applied balance change with the balance after it (and the account's `credits.low`
+   * state when the store read it in the same update): the low-balance alert. Awaited, so its event is
+   * written before the caller hears of the change; its failures are its own to report.
+   */
+  onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void>;
 }
 
 /** Why a refund happened, recorded on its audit entry. */
@@ -68,6 +74,7 @@ export class CreditService implements CreditBalances {
   async charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
+    if (result.kind === 'applied') await this.observe(accountId, result);
     switch (result.kind) {
       case 'applied':
       case 'already_applied':
@@ -118,6 +125,10 @@ export class CreditService implements CreditBalances {
     return this.deps.accounts.balances(accountIds);
   }
 
+  private async observe(accountId: string, result: Extract<ApplyResult, { kind: 'applied' }>): Promise<void> {
+    await this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits).catch(() => undefined);
+  }
+
   private async audited(
     result: ApplyResult,
     event: 'credits.granted' | 'credits.refunded',
@@ -127,6 +138,7 @@ export class CreditService implements CreditBalances {
     details: Record<string, unknown> | null,
     actor: AuditActor,
   ): Promise<number> {
+    if (result.kind === 'applied') await this.observe(accountId, result);
     switch (result.kind) {
       case 'applied':
       case 'already_applied':

@@ -52,6 +52,11 @@ export interface JobRecord {
   createdAt: Date;
   updatedAt: Date;
   completedAt: Date | null;
+  /**
+   * Set at insert, cleared once the job's webhook event is published: whatever update makes the job
+   * final makes its event due (see MongoJobEventOutbox). Absent on jobs from before webhooks.
+   */
+  eventPending?: boolean;
 }
 
 /** A job's own fields, without its images. */

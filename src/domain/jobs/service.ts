@@ -112,6 +112,8 @@ export class ImageJobs implements ImageJobService {
       createdAt: now,
       updatedAt: now,
       completedAt: null,
+      // Its webhook event becomes due with whichever update makes the job final.
+      eventPending: true,
     });
     const usage = { service: 'images', source: sourceOf(principal) } as const;
     let balance: number | null = null;

@@ -5,6 +5,11 @@ import { FINAL_JOB_STATUSES, type FinalJobStatus } from './types.js';
 export interface JobSettlementDeps {
   jobs: JobStore;
   credits: JobCredits;
+  /**
+   * Told of every job that ended, once, by whichever caller ended it (its webhook event is due). A
+   * failure here fails nothing: the job keeps its pending event and the webhook sweep publishes it.
+   */
+  onEnded?: (job: JobRecord) => Promise<void>;
 }
 
 /** Why an image's credit went back, as its refund's audit entry says. */
@@ -66,6 +71,8 @@ export class JobSettlement {
     const refunded = job.failedImages + job.canceledImages;
     if (ended !== job.totalImages || job.creditsRefunded !== refunded) return null;
     const status: FinalJobStatus = job.cancelRequestedAt ? 'canceled' : job.succeededImages > 0 ? 'completed' : 'failed';
-    return this.deps.jobs.finalize(job.id, status, new Date());
+    const endedJob = await this.deps.jobs.finalize(job.id, status, new Date());
+    if (endedJob) await this.deps.onEnded?.(endedJob).catch(() => undefined);
+    return endedJob;
   }
 }
