@@ -11,11 +11,15 @@ import { startReceiver, type Receiver } from './receiver.js';
 
 class ScriptedImages implements ImageProvider {
   readonly name = 'scripted';
+  /** `hold…` prompts wait here until released (a job that is still running when it is canceled). */
+  readonly held = new Map<string, () => void>();
   async generate(prompt: string) {
     if (prompt.startsWith('reject')) throw new ProviderError('provider_rejected', 'rejected on purpose');
+    if (prompt.startsWith('hold')) await new Promise<void>((resolve) => this.held.set(prompt, resolve));
     return { data: Buffer.from(`png:${prompt}`), contentType: 'image/png' };
   }
 }
+const images = new ScriptedImages();
 
 const SCHEDULE_MS = [300, 600, 900];
 let t: TestApp;
@@ -28,7 +32,7 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     WEBHOOK_RETRY_SCHEDULE: SCHEDULE_MS.map((ms) => `${ms}ms`).join(','),
     JOB_SWEEP_INTERVAL_MS: '1000',
-    deps: { imageProvider: new ScriptedImages() },
+    deps: { imageProvider: images },
   });
   worker = await startConfiguredImageWorker(t.config, t.services.imageJobs, { info() {}, warn() {}, error() {} });
 });
@@ -177,6 +181,21 @@ describe('retries', () => {
     expect(report.jobEvents).toBe(1);
     await until(() => receiver.received.length >= 2);
     expect(receiver.received[1].id).toBe(receiver.received[0].id);
+  });
+
+  it('job.canceled: a job canceled over REST is announced once its running image ends, with the job as GET returns it', async () => {
+    const { account, receiver } = await subscribed(['job.canceled', 'job.completed']);
+    const prompts = ['hold the first', ...Array.from({ length: 30 }, (_, i) => `queued ${i}`)];
+    const jobId = await generate(account, prompts);
+    await until(() => images.held.has('hold the first'));
+    const canceled = await api(account, 'POST', `/api/playground/images/${jobId}/cancel`);
+    expect(canceled.status).toBe(200);
+    images.held.get('hold the first')!();
+    await until(() => receiver.received.length >= 1);
+    expect(receiver.received[0].verified).toBe(true);
+    expect(receiver.received[0].body).toMatchObject({ type: 'job.canceled', data: { jobId, status: 'canceled' } });
+    const job = (await (await api(account, 'GET', `/api/playground/images/${jobId}`)).json()) as any;
+    expect(receiver.received[0].body.data.creditsRefunded).toBe(job.creditsRefunded);
   });
 
   it('job.canceled needs only the status: a job stored as canceled (cancellation lands separately) is announced as such', async () => {
