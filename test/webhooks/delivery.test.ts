@@ -195,7 +195,7 @@ describe('retries', () => {
     expect(receiver.received[0].verified).toBe(true);
     expect(receiver.received[0].body).toMatchObject({ type: 'job.canceled', data: { jobId, status: 'canceled' } });
     const job = (await (await api(account, 'GET', `/api/playground/images/${jobId}`)).json()) as any;
-    expect(receiver.received[0].body.data.creditsRefunded).toBe(job.creditsRefunded);
+    expect((receiver.received[0].body as any).data.creditsRefunded).toBe(job.creditsRefunded);
   });
 
   it('job.canceled needs only the status: a job stored as canceled (cancellation lands separately) is announced as such', async () => {
