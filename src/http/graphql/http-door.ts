@@ -17,7 +17,6 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
@@ -31,6 +30,7 @@ import { errorHeaders, logLevelOf, toAppError } from '../../edge/errors.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql/errors.js';
 import type { BaseUrlOf } from '../routes/types.js';
+import { apolloHandler } from './apollo-handler.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
@@ -70,12 +70,10 @@ export async function registerHttpDoor(
   });
   await apollo.start();
 
-  const handler = fastifyApolloHandler(apollo, {
-    context: async (request) => {
-      const principal = request.principal;
-      if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
-      return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
-    },
+  const handler = apolloHandler(apollo, async (request) => {
+    const principal = request.principal;
+    if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
+    return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
   });
 
   await app.register(async (scope) => {
