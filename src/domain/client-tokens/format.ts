@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** Client tokens: `wi_tok_` + 64 lowercase hex characters from 32 CSPRNG bytes; only a hash is stored. */
 export const TOKEN_PREFIX = 'wi_tok_';
@@ -13,7 +13,7 @@ export function isWellFormedToken(value: string): boolean {
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /** The bearer value of an `Authorization` header when it is (or claims to be) a client token. */

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** Key format of the contract: `wi_live_` + 64 lowercase hex characters from 32 CSPRNG bytes. */
 export const KEY_PREFIX = 'wi_live_';
@@ -16,7 +16,7 @@ export function isWellFormedKey(value: string): boolean {
 
 /** Only this is stored; the key itself cannot be recovered from it. */
 export function hashKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+  return hash('sha256', key, 'hex');
 }
 
 export function displayPrefix(key: string): string {

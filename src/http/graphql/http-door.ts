@@ -17,7 +17,6 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import { fastifyApolloHandler } from '@as-integrations/fastify';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
@@ -31,6 +30,8 @@ import { errorHeaders, logLevelOf, toAppError } from '../../edge/errors.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql/errors.js';
 import type { BaseUrlOf } from '../routes/types.js';
+import { apolloHandler } from './apollo-handler.js';
+import { compiledExecutor } from './compiled-executor.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
@@ -39,7 +40,8 @@ export async function registerHttpDoor(
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
   const apollo = new ApolloServer<GraphQLContext>({
-    schema: execution.schema,
+    // Executes with graphql-jit, one compiled function per document (compiled-executor.ts).
+    gateway: compiledExecutor(execution.schema),
     logger: app.log,
     introspection: config.GRAPHQL_INTROSPECTION,
     csrfPrevention: true,
@@ -70,12 +72,10 @@ export async function registerHttpDoor(
   });
   await apollo.start();
 
-  const handler = fastifyApolloHandler(apollo, {
-    context: async (request) => {
-      const principal = request.principal;
-      if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
-      return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
-    },
+  const handler = apolloHandler(apollo, async (request) => {
+    const principal = request.principal;
+    if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
+    return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
   });
 
   await app.register(async (scope) => {
