@@ -3,9 +3,11 @@
  * thrown becomes a catalog AppError, with the retry hint and the log level that go with it. Only
  * faults of ours become internal_error, and those are logged with the request id, never sent.
  */
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isDatabaseUnavailableError } from '../data/connection.js';
 import { AppError, isAppError, type ErrorCode } from '../domain/errors.js';
 import type { Logger } from '../domain/logger.js';
+import { invalidFrom } from '../domain/validation.js';
 
 /** Seconds clients are asked to wait after a 429 or 503 that carries no figure of its own. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -33,6 +35,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 export function toAppError(err: unknown): AppError {
   const known = knownAppError(err);
   if (known) return known;
+  if (hasZodFastifySchemaValidationErrors(err)) return schemaError(err.validation, (err as { validationContext?: string }).validationContext);
   const e = (err ?? {}) as { code?: unknown; statusCode?: unknown; message?: unknown };
   const mapped = typeof e.code === 'string' ? FASTIFY_CODES[e.code] : undefined;
   if (mapped) return new AppError(mapped, { cause: err });
@@ -43,6 +46,26 @@ export function toAppError(err: unknown): AppError {
   if (status === 415) return new AppError('unsupported_media_type', { cause: err });
   if (status !== undefined && status >= 400 && status < 500) return new AppError('invalid_request', { cause: err });
   return new AppError('internal_error', { cause: err });
+}
+
+/**
+ * A route schema's refusal (fastify-type-provider-zod) as the contract's 400: the same field and text
+ * the domain's parse gives, since the schemas are the domain's (src/domain/validation.ts).
+ */
+function schemaError(issues: readonly { instancePath: string; message?: string }[], context: string | undefined): AppError {
+  const header = (name: PropertyKey) => String(name).replace(/(^|-)([a-z])/g, (_, dash: string, c: string) => dash + c.toUpperCase());
+  return invalidFrom(
+    issues.map((issue) => {
+      const path: PropertyKey[] = issue.instancePath
+        .split('/')
+        .filter(Boolean)
+        .map((part) => (/^\d+$/.test(part) ? Number(part) : part));
+      // Headers by their usual spelling: `Idempotency-Key must be …`.
+      if (context === 'headers' && path.length > 0) path[0] = header(path[0]!);
+      return { path, message: issue.message ?? 'is invalid' };
+    }),
+    context === 'body' ? 'body' : '',
+  );
 }
 
 /** How loudly an error is logged: faults as errors, upstream and infrastructure trouble as warnings. */

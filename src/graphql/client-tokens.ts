@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import { Arg, Ctx, Field, Int, Mutation, ObjectType, Resolver, registerEnumType } from 'type-graphql';
 import { AppError } from '../domain/errors.js';
 import { CLIENT_SCOPES, type ClientScope } from '../domain/client-tokens/scopes.js';
-import { MAX_TOKEN_ORIGINS, TOKEN_TTL } from '../domain/client-tokens/service.js';
+import { MAX_TOKEN_ORIGINS, TOKEN_TTL } from '../domain/client-tokens/request.js';
 import type { GraphQLContext } from './context.js';
 import { DateTimeScalar } from './types.js';
 

@@ -32,6 +32,8 @@ import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { exposedOnly, serves } from '../edge/exposed.js';
 import type { Services } from '../services.js';
 import { registerGraphQL } from './graphql/index.js';
+import { useZodSchemas } from './openapi/compilers.js';
+import { registerOpenApi } from './openapi/plugin.js';
 import clientTokenRoutes from './routes/client-tokens.js';
 import definitionRoutes from './routes/definitions.js';
 import healthRoutes from './routes/health.js';
@@ -124,12 +126,20 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
 
   const sellable = exposedOnly(services.budgeted, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
+  // Before any route: the document collects routes as they are added.
+  useZodSchemas(app);
+  await registerOpenApi(app, { publicBaseUrl: config.PUBLIC_BASE_URL });
   await app.register(healthRoutes, { health: services.health });
   await app.register(rootRoutes, {});
   await app.register(clientTokenRoutes, { tokens: services.clientTokens });
   await app.register(webhookRoutes, { webhooks: services.webhooks, baseUrlOf });
-  if (serves(config, 'definitions')) await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency });
-  if (serves(config, 'images')) await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf });
+  if (serves(config, 'definitions')) {
+    await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency, maxKeywordLength: config.MAX_KEYWORD_LENGTH });
+  }
+  if (serves(config, 'images')) {
+    const limits = { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH };
+    await app.register(imageRoutes, { jobs: sellable.jobs, imageFiles: services.imageFiles, idempotency: services.idempotency, baseUrlOf, limits });
+  }
   // The door closes itself (WebSockets, Apollo) when the app closes.
   await registerGraphQL(app, {
     config,

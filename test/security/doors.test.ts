@@ -21,6 +21,13 @@ const PUBLIC = new Map<string, string>([
   ['GET /console/sign-in', 'the sign-in form'],
   ['POST /console/sign-in', 'signing in'],
   ['POST /console/sign-out', 'signing out works without a session too'],
+  ['GET /openapi.json', 'the REST API\'s OpenAPI document: describes the API, holds nothing of anyone\'s'],
+  ['GET /docs', 'the API reference page (Swagger UI, from node_modules)'],
+  ['GET /docs/json', 'the same document, where Swagger UI fetches it'],
+  ['GET /docs/yaml', 'the same document in YAML'],
+  ['GET /docs/static/index.html', 'redirects to /docs'],
+  ['GET /docs/static/swagger-initializer.js', "the reference page's start-up script"],
+  ['GET /docs/static/*', "Swagger UI's own files"],
 ]);
 
 const routes: { method: string; url: string; auth: string | undefined }[] = [];

@@ -3,10 +3,9 @@ import type { AuditActor, AuditStore } from '../audit/types.js';
 import type { Principal } from '../principal.js';
 import { generateToken, hashToken, isWellFormedToken } from './format.js';
 import type { ClientTokenRecord, ClientTokenStore } from './records.js';
-import { CLIENT_SCOPES, isClientScope, type ClientScope } from './scopes.js';
+import { isExactOrigin, parseMintRequest, TOKEN_TTL, type MintRequest } from './request.js';
+import { CLIENT_SCOPES, type ClientScope } from './scopes.js';
 
-export const TOKEN_TTL = { min: 60, max: 3600, default: 900 } as const;
-export const MAX_TOKEN_ORIGINS = 10;
 
 /** A minted token as shown once. */
 export interface MintedToken {
@@ -119,63 +118,4 @@ export class ClientTokens {
     this.cache.set(hash, record);
     return record;
   }
-}
-
-interface MintRequest {
-  origins: string[];
-  scopes: ClientScope[];
-  ttlSeconds: number;
-  maxCredits: number | null;
-}
-
-/** The contract's rules for a mint request, each refusal naming the field and the rule. */
-export function parseMintRequest(input: unknown): MintRequest {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw invalid('body', 'body must be a JSON object');
-  const body = input as Record<string, unknown>;
-  return {
-    origins: parseOrigins(body.origins),
-    scopes: parseScopes(body.scopes),
-    ttlSeconds: parseInteger('ttlSeconds', body.ttlSeconds, TOKEN_TTL.min, TOKEN_TTL.max) ?? TOKEN_TTL.default,
-    maxCredits: parseInteger('maxCredits', body.maxCredits, 1, Number.MAX_SAFE_INTEGER),
-  };
-}
-
-function parseOrigins(value: unknown): string[] {
-  if (value === undefined || value === null) throw invalid('origins', 'origins is required');
-  if (!Array.isArray(value)) throw invalid('origins', 'origins must be an array of web origins');
-  if (value.length === 0 || value.length > MAX_TOKEN_ORIGINS) throw invalid('origins', `origins must have 1 to ${MAX_TOKEN_ORIGINS} entries`);
-  const origins = value.map((entry: unknown, i) => {
-    const field = `origins[${i}]`;
-    if (typeof entry !== 'string' || !isExactOrigin(entry)) {
-      throw invalid(field, `${field} must be a web origin: scheme, host and optional port, no path (e.g. https://app.example.com)`);
-    }
-    return entry;
-  });
-  return [...new Set(origins)];
-}
-
-/** `https://app.example.com` or `http://localhost:5173`, exactly as a browser sends it in `Origin`. */
-export function isExactOrigin(value: string): boolean {
-  if (value.length > 2048) return false;
-  try {
-    const url = new URL(value);
-    return (url.protocol === 'https:' || url.protocol === 'http:') && url.origin === value;
-  } catch {
-    return false;
-  }
-}
-
-function parseScopes(value: unknown): ClientScope[] {
-  if (value === undefined || value === null) return [...CLIENT_SCOPES];
-  const rule = `scopes must be a non-empty array of ${CLIENT_SCOPES.join(', ')}`;
-  if (!Array.isArray(value) || value.length === 0 || !value.every(isClientScope)) throw invalid('scopes', rule);
-  return CLIENT_SCOPES.filter((s) => value.includes(s));
-}
-
-function parseInteger(field: string, value: unknown, min: number, max: number): number | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw invalid(field, max === Number.MAX_SAFE_INTEGER ? `${field} must be a positive integer` : `${field} must be an integer from ${min} to ${max}`);
-  }
-  return value;
 }

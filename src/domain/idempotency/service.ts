@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { z } from 'zod';
 import { AppError, invalid, isAppError, type ErrorCode } from '../errors.js';
 import type { Principal } from '../principal.js';
 
@@ -47,6 +48,16 @@ export interface IdempotentAttempt {
 const KEEP_MS = 24 * 3600_000;
 const LOCK_MS = 60_000;
 const KEY = /^[\x21-\x7e]{1,255}$/;
+const KEY_RULE = 'must be 1 to 255 printable ASCII characters';
+
+/** The `Idempotency-Key` header as REST routes declare it (GraphQL's `idempotencyKey` follows the same rule). */
+export const idempotencyKeySchema = z
+  .string()
+  .regex(KEY, KEY_RULE)
+  .meta({
+    description:
+      'Makes a retry safe: the first result (success or client error) is kept 24 hours per API key and key value and replayed with `Idempotent-Replayed: true`; the same key with another body is 422 `idempotency_key_reused`, and 409 `idempotency_key_in_progress` while the first request runs.',
+  });
 
 /**
  * Idempotency keys with Stripe's semantics, for every door that charges (REST `Idempotency-Key`, the
@@ -76,7 +87,7 @@ export class Idempotency {
     work: (attempt: IdempotentAttempt | null) => Promise<T>,
   ): Promise<{ value: T; replayed: boolean }> {
     if (key === undefined || key === null) return { value: await work(null), replayed: false };
-    if (typeof key !== 'string' || !KEY.test(key)) throw invalid('idempotencyKey', 'Idempotency-Key must be 1 to 255 printable ASCII characters');
+    if (typeof key !== 'string' || !KEY.test(key)) throw invalid('idempotencyKey', `Idempotency-Key ${KEY_RULE}`);
     const caller = principal.keyId ?? `console:${principal.userId ?? ''}`;
     const id = sha256(`${principal.accountId}\n${caller}\n${key}`);
     const fingerprint = sha256(`${operation}\n${JSON.stringify(input ?? null)}`);

@@ -1,4 +1,5 @@
-import { invalid } from '../errors.js';
+import { z } from 'zod';
+import { parseWith, trimmedText } from '../validation.js';
 
 export interface PromptLimits {
   maxPrompts: number;
@@ -6,29 +7,36 @@ export interface PromptLimits {
 }
 
 /**
- * The contract's checks for `prompts`, in its order: missing, not an array, empty, too many, then per
- * entry: not a string, empty after trimming, too long. Returns the trimmed prompts.
+ * The contract's rules for `prompts`, in its order: missing, not an array, empty, too many, then per
+ * entry: not a string, empty after trimming, too long (in characters, after trimming).
  */
+export function promptsSchema(limits: PromptLimits) {
+  const prompt = trimmedText(limits.maxPromptLength, 'must be a string', `One image's prompt: at most ${limits.maxPromptLength} characters once surrounding whitespace is trimmed.`);
+  return z
+    .array(prompt, { error: (iss) => (iss.input === undefined || iss.input === null ? 'is required' : 'must be an array of strings') })
+    .min(1, 'must not be empty')
+    .max(limits.maxPrompts, { error: (iss) => `must have at most ${limits.maxPrompts} entries (got ${(iss.input as unknown[]).length})` })
+    .meta({ description: `1 to ${limits.maxPrompts} prompts, one image each; one credit per prompt.` });
+}
+
+/** `POST /api/playground/images`: a body that is not an object holds no prompts (`prompts is required`). */
+export function createJobRequestSchema(limits: PromptLimits) {
+  return z.preprocess((body) => (isPlainObject(body) ? body : {}), z.object({ prompts: promptsSchema(limits) }));
+}
+
+const schemas = new Map<string, ReturnType<typeof promptsSchema>>();
+
+/** Validates `prompts` (anything a door received) and returns them trimmed. */
 export function parsePrompts(input: unknown, limits: PromptLimits): string[] {
-  if (input === undefined || input === null) throw invalid('prompts', 'prompts is required');
-  if (!Array.isArray(input)) throw invalid('prompts', 'prompts must be an array of strings');
-  if (input.length === 0) throw invalid('prompts', 'prompts must not be empty');
-  if (input.length > limits.maxPrompts) {
-    throw invalid('prompts', `prompts must have at most ${limits.maxPrompts} entries (got ${input.length})`);
-  }
-  return input.map((entry: unknown, i) => {
-    const field = `prompts[${i}]`;
-    if (typeof entry !== 'string') throw invalid(field, `${field} must be a string`);
-    const prompt = entry.trim();
-    if (prompt.length === 0) throw invalid(field, `${field} must not be empty`);
-    // Characters, not UTF-16 code units: an emoji counts once.
-    let length = 0;
-    for (const _ of prompt) length++;
-    if (length > limits.maxPromptLength) {
-      throw invalid(field, `${field} must be at most ${limits.maxPromptLength} characters (got ${length})`);
-    }
-    return prompt;
-  });
+  // Built once per limits: a schema costs far more to build than to run.
+  const key = `${limits.maxPrompts}:${limits.maxPromptLength}`;
+  let schema = schemas.get(key);
+  if (!schema) schemas.set(key, (schema = promptsSchema(limits)));
+  return parseWith(schema, input, 'prompts').map((p) => p.trim());
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

@@ -1,17 +1,32 @@
-import { invalid } from '../../domain/errors.js';
+import { lookupRequestSchema } from '../../domain/definitions/validation.js';
 import type { Idempotency } from '../../domain/idempotency/service.js';
 import type { DefinitionService } from '../../domain/ports.js';
-import { idempotent, type RouteModule } from './types.js';
+import { definitionResult } from '../schemas/bodies.js';
+import { API_KEY, EDGE, errorResponses, IDEMPOTENT, JSON_BODY } from '../schemas/errors.js';
+import { idempotencyHeaders, idempotent, type RouteModule } from './types.js';
 
 /** Definition service (SERVICES=definitions): POST /api/playground/query. */
-const definitionRoutes: RouteModule<{ definitions: DefinitionService; idempotency: Idempotency }> = async (app, { definitions, idempotency }) => {
-  app.post('/api/playground/query', { config: { auth: 'apiKey' } }, async (request, reply) => {
-    const body = request.body;
-    // No body at all reads as a missing keyword; a body that is JSON but not an object cannot hold one.
-    if (body !== undefined && (body === null || typeof body !== 'object' || Array.isArray(body))) {
-      throw invalid('body', 'body must be a JSON object with a keyword field');
-    }
-    const keyword = (body as { keyword?: unknown } | undefined)?.keyword;
+const definitionRoutes: RouteModule<{ definitions: DefinitionService; idempotency: Idempotency; maxKeywordLength: number }> = async (
+  app,
+  { definitions, idempotency, maxKeywordLength },
+) => {
+  const schema = {
+    summary: 'Look up a definition (1 credit)',
+    body: lookupRequestSchema(maxKeywordLength),
+    headers: idempotencyHeaders,
+    response: {
+      200: definitionResult,
+      ...errorResponses([...EDGE, ...API_KEY, ...JSON_BODY, ...IDEMPOTENT, 'invalid_request', 'insufficient_credits', 'provider_failed', 'provider_unavailable']),
+    },
+  };
+  // No body at all reads as a missing keyword (validators would see it as null, like a JSON `null`
+  // body, which is not an object and says so).
+  const noBodyIsEmpty = async (request: { body: unknown }) => {
+    if (request.body === undefined) request.body = {};
+  };
+  app.post('/api/playground/query', { config: { auth: 'apiKey' }, schema, preValidation: noBodyIsEmpty }, async (request, reply) => {
+    // The keyword as sent (the service trims it): an Idempotency-Key's fingerprint is of the request.
+    const { keyword } = request.body;
     return idempotent(idempotency, request, reply, 'lookup', keyword, () => definitions.lookup(request.principal!, keyword));
   });
 };

@@ -1,8 +1,17 @@
-import type { FastifyPluginAsync, FastifyPluginOptions, FastifyReply, FastifyRequest } from 'fastify';
-import type { Idempotency, IdempotentAttempt } from '../../domain/idempotency/service.js';
+import type { FastifyPluginOptions, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { idempotencyKeySchema, type Idempotency, type IdempotentAttempt } from '../../domain/idempotency/service.js';
 
-/** A REST route module: a Fastify plugin given only the interfaces its routes call. */
-export type RouteModule<Deps extends FastifyPluginOptions> = FastifyPluginAsync<Deps>;
+/**
+ * A REST route module: a Fastify plugin given only the interfaces its routes call. Its routes declare
+ * zod schemas (`schema: { body, params, querystring, headers, response }`): the request parts are
+ * validated with them and typed from them, and all of it goes into the OpenAPI document.
+ */
+export type RouteModule<Deps extends FastifyPluginOptions> = FastifyPluginAsyncZod<Deps>;
+
+/** The `headers` schema of a charging route: its optional `Idempotency-Key` (other headers pass). */
+export const idempotencyHeaders = z.looseObject({ 'idempotency-key': idempotencyKeySchema.optional() });
 
 /** Base address for URLs handed to clients (signed image URLs). */
 export type BaseUrlOf = (request: Pick<FastifyRequest, 'protocol' | 'headers'>) => string;
