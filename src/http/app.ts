@@ -7,8 +7,24 @@
  * exposes. Each door receives only the interfaces it calls.
  *
  * How to plug in (other modules):
- *  - REST routes: a Fastify plugin in src/http/routes/<name>.ts; add it below with the SERVICES entry
- *    that enables it. Routes that need an API key set `config: { auth: 'apiKey' }`.
+ *  - REST routes: a Fastify plugin in src/http/routes/<name>.ts (type RouteModule); add it below with
+ *    the SERVICES entry that enables it. Routes that need an API key set `config: { auth: 'apiKey' }`
+ *    (the OpenAPI document gives them the bearer scheme from that).
+ *  - Every REST route declares zod schemas, which validate the request, type the handler and make
+ *    its entry in `/openapi.json` (test/http/openapi.test.ts fails for a route without them):
+ *      schema: {
+ *        summary: 'Cancel a job',
+ *        params: z.object({ jobId: z.string() }),            // body / querystring / headers alike
+ *        body: cancelRequestSchema(limits),                  // request rules live in src/domain
+ *        response: { 200: jobView, ...errorResponses([...EDGE, ...API_KEY, 'job_not_found', 'job_finished']) },
+ *      }
+ *    Request rules are the domain's (src/domain/<area>/validation.ts, messages relative to the field:
+ *    'must be a string'; src/domain/validation.ts names the field), so GraphQL gets the same 400s.
+ *    Success bodies go in src/http/schemas/bodies.ts; errorResponses (src/http/schemas/errors.ts)
+ *    turns catalog codes into one response per status (add your route's codes, and RATE_LIMIT-style
+ *    sets there). A charging route adds `headers: idempotencyHeaders`. Responses are not filtered by
+ *    their schema: test/http/openapi.test.ts checks real answers (add yours with `check`).
+ *  - Not REST (pages, GraphQL): under /console, /graphql or /docs, which the document leaves out.
  *  - Errors: throw AppError (src/domain/errors.ts); the error handler shapes `{error, code, requestId}`.
  */
 import { randomUUID } from 'node:crypto';

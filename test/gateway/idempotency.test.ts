@@ -139,6 +139,15 @@ describe('REST Idempotency-Key', () => {
   });
 });
 
+describe('REST: a body that fails validation is refused before the key is claimed', () => {
+  it('the corrected request with the same key runs, charged once', async () => {
+    const acc = await t.createAccountWithKey({ credits: 5 });
+    expect((await post('/api/playground/query', { keyword: ' ' }, acc.key, 'fix-1')).status).toBe(400);
+    const fixed = await post('/api/playground/query', { keyword: 'oak' }, acc.key, 'fix-1');
+    expect(fixed).toMatchObject({ status: 200, replayed: null, body: { keyword: 'oak', credits: 4 } });
+  });
+});
+
 describe('GraphQL idempotencyKey', () => {
   it('replays lookup and generate for the same key and arguments; 422 for other arguments', async () => {
     const acc = await t.createAccountWithKey({ credits: 10 });
