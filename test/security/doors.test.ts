@@ -28,6 +28,7 @@ const PUBLIC = new Map<string, string>([
   ['GET /docs/static/index.html', 'redirects to /docs'],
   ['GET /docs/static/swagger-initializer.js', "the reference page's start-up script"],
   ['GET /docs/static/*', "Swagger UI's own files"],
+  ['GET /docs/static/theme/contrast.css', "the reference page's contrast fixes"],
 ]);
 
 const routes: { method: string; url: string; auth: string | undefined }[] = [];

@@ -15,6 +15,7 @@ import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform } from 'fastify-type-provider-zod';
 
 const { version } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+const contrastCss = readFileSync(new URL('./docs-contrast.css', import.meta.url), 'utf8');
 
 export const DOCS_PREFIX = '/docs';
 export const OPENAPI_PATH = '/openapi.json';
@@ -78,7 +79,10 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicBaseUr
   await app.register(fastifySwaggerUi, {
     routePrefix: DOCS_PREFIX,
     staticCSP: docsCsp(opts.publicBaseUrl),
-    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0 },
+    // BaseLayout: no top bar, whose logo needs an inline <style> (the CSP refuses it) and whose URL
+    // field has no label. No deep links: they nest a link in each operation's toggle button.
+    uiConfig: { layout: 'BaseLayout', deepLinking: false, defaultModelsExpandDepth: 0 },
+    theme: { title: 'credit-gateway API reference', css: [{ filename: 'contrast.css', content: contrastCss }] },
     uiHooks: {
       onRequest: (_request, reply, done) => {
         reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
