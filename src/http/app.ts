@@ -13,11 +13,11 @@
  *  - Every REST route declares zod schemas, which validate the request, type the handler and make
  *    its entry in `/openapi.json` (test/http/openapi.test.ts fails for a route without them):
  *      schema: {
- *        summary: 'Cancel a job',
- *        params: z.object({ jobId: z.string() }),            // body / querystring / headers alike
- *        body: cancelRequestSchema(limits),                  // request rules live in src/domain
- *        response: { 200: jobView, ...errorResponses([...EDGE, ...API_KEY, 'job_not_found', 'job_finished']) },
+ *        summary: 'Add a webhook endpoint',
+ *        body: webhookRequestSchema,                         // request rules live in src/domain
+ *        response: { 201: webhookCreated, ...errorResponses([...EDGE, ...API_KEY, ...JSON_BODY, 'invalid_request']) },
  *      }
+ *    (params / querystring / headers alike; see src/http/routes/images.ts, cancel included).
  *    Request rules are the domain's (src/domain/<area>/validation.ts, messages relative to the field:
  *    'must be a string'; src/domain/validation.ts names the field), so GraphQL gets the same 400s.
  *    Success bodies go in src/http/schemas/bodies.ts; errorResponses (src/http/schemas/errors.ts)

@@ -123,7 +123,7 @@ describe('real answers match the document', () => {
     expect(await check('POST', path, await fetch(url, json(acct.key, { keyword: 'elm' }, { 'idempotency-key': 'k-1' })))).toMatchObject({ code: 'idempotency_key_reused' });
   });
 
-  it('image jobs: 201, 400, 402, then GET 200 and 404, and the signed URL route 403', async () => {
+  it('image jobs: 201, 400, 402, then GET 200 and 404, cancel 200 and 404, and the signed URL route 403', async () => {
     const url = `${t.baseUrl}/api/playground/images`;
     const created = (await check('POST', '/api/playground/images', await fetch(url, json(acct.key, { prompts: ['a fox', 'a moth'] })))) as { jobId: string };
     for (const bad of [{}, { prompts: [] }, { prompts: [5] }, { prompts: Array(51).fill('x') }]) {
@@ -135,6 +135,10 @@ describe('real answers match the document', () => {
     expect(job).toMatchObject({ jobId: created.jobId, totalImages: 2 });
     expect(await check('GET', '/api/playground/images/{jobId}', await fetch(`${url}/not-a-job`, { headers: auth }))).toMatchObject({ code: 'job_not_found' });
     expect(await check('GET', '/api/playground/images/{jobId}', await fetch(`${url}/${created.jobId}`))).toMatchObject({ code: 'missing_authorization' });
+    const cancel = (jobId: string) => fetch(`${url}/${jobId}/cancel`, { method: 'POST', headers: auth });
+    expect(await check('POST', '/api/playground/images/{jobId}/cancel', await cancel(created.jobId))).toMatchObject({ jobId: created.jobId });
+    expect(await check('POST', '/api/playground/images/{jobId}/cancel', await cancel(created.jobId))).toMatchObject({ status: 'canceled' });
+    expect(await check('POST', '/api/playground/images/{jobId}/cancel', await cancel('not-a-job'))).toMatchObject({ code: 'job_not_found' });
     const file = await fetch(`${url}/${created.jobId}/images/0?expires=1&sig=x`);
     expect(await check('GET', '/api/playground/images/{jobId}/images/{index}', file)).toMatchObject({ code: expect.stringMatching(/^(invalid_signature|image_not_found)$/) });
   });
@@ -146,6 +150,11 @@ describe('real answers match the document', () => {
       expect(await check('POST', '/api/client-tokens', await fetch(url, json(acct.key, bad)))).toMatchObject({ code: 'invalid_request' });
     }
     expect(await check('POST', '/api/client-tokens', await fetch(url, json(`wi_live_${'0'.repeat(64)}`, { origins: ['https://a.example'] })))).toMatchObject({ code: 'invalid_api_key' });
+  });
+
+  it('GET /: the index for an API client, 303 to the console for a browser', async () => {
+    expect(await check('GET', '/', await fetch(`${t.baseUrl}/`))).toMatchObject({ openapi: '/openapi.json', docs: '/docs' });
+    await check('GET', '/', await fetch(`${t.baseUrl}/`, { headers: { accept: 'text/html' }, redirect: 'manual' }));
   });
 
   it('probes: /healthz and /readyz', async () => {

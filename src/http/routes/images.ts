@@ -48,7 +48,15 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
   });
 
   // Free and idempotent (a canceled job is answered again), so no Idempotency-Key is needed.
-  app.post<{ Params: { jobId: string } }>('/api/playground/images/:jobId/cancel', { config: { auth: 'apiKey' } }, async (request, reply) => {
+  const cancel = {
+    summary: 'Cancel a job: images not started are refunded at once; a running one finishes (free, idempotent)',
+    params: z.object({ jobId: jobIdParam }),
+    response: {
+      200: jobView.meta({ description: 'The job as it is now (`canceled` once nothing runs); a canceled job answers again.' }),
+      ...errorResponses([...EDGE, ...API_KEY, 'job_not_found', 'job_finished']),
+    },
+  };
+  app.post('/api/playground/images/:jobId/cancel', { config: { auth: 'apiKey' }, schema: cancel }, async (request, reply) => {
     const job = await jobs.cancel(request.principal!, request.params.jobId, { baseUrl: baseUrlOf(request) });
     return reply.header('cache-control', 'no-store').send(job);
   });

@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { errorResponses, PROBE_EDGE } from '../schemas/errors.js';
 import type { RouteModule } from './types.js';
 
 /** Where things are, in the order a newcomer looks for them; a path is listed only where a route serves it. */
@@ -15,8 +17,18 @@ const PLACES = [
  */
 const rootRoutes: RouteModule<Record<never, never>> = async (app) => {
   let index: Record<string, string> | undefined;
-  app.get('/', { config: { withoutDatabase: true } }, async (request, reply) => {
-    if (/\btext\/html\b/.test(String(request.headers.accept ?? ''))) return reply.code(303).header('location', '/console').send();
+  const schema = {
+    summary: 'Where things are (a browser, `Accept: text/html`, is sent to the console)',
+    response: {
+      200: z
+        .record(z.string(), z.string())
+        .meta({ description: 'Paths of what this deployment serves: `console`, `graphql`, `openapi`, `docs`.' }),
+      303: z.undefined().meta({ description: 'To /console, for a browser.' }),
+      ...errorResponses([...PROBE_EDGE, 'host_not_allowed']),
+    },
+  };
+  app.get('/', { config: { withoutDatabase: true }, schema }, async (request, reply) => {
+    if (/\btext\/html\b/.test(String(request.headers.accept ?? ''))) return reply.code(303).header('location', '/console').send(undefined);
     // Routes registered after this one count too: the router is complete once requests arrive.
     index ??= indexOf(app);
     return reply.header('cache-control', 'no-cache').send(index);
