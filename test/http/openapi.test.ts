@@ -152,6 +152,16 @@ describe('real answers match the document', () => {
     expect(await check('POST', '/api/client-tokens', await fetch(url, json(`wi_live_${'0'.repeat(64)}`, { origins: ['https://a.example'] })))).toMatchObject({ code: 'invalid_api_key' });
   });
 
+  it('webhooks: POST 201 or 400, GET 200, DELETE 204 and 404', async () => {
+    const url = `${t.baseUrl}/api/webhooks`;
+    const auth = { authorization: `Bearer ${acct.key}` };
+    expect(await check('POST', '/api/webhooks', await fetch(url, json(acct.key, { events: [] })))).toMatchObject({ code: 'invalid_request' });
+    const created = (await check('POST', '/api/webhooks', await fetch(url, json(acct.key, { url: 'http://127.0.0.1:9/hook' })))) as { id?: string };
+    expect(await check('GET', '/api/webhooks', await fetch(url, { headers: auth }))).toMatchObject({ webhooks: expect.any(Array) });
+    if (created.id) await check('DELETE', '/api/webhooks/{id}', await fetch(`${url}/${created.id}`, { method: 'DELETE', headers: auth }));
+    expect(await check('DELETE', '/api/webhooks/{id}', await fetch(`${url}/ep_nope`, { method: 'DELETE', headers: auth }))).toMatchObject({ code: 'webhook_not_found' });
+  });
+
   it('GET /: the index for an API client, 303 to the console for a browser', async () => {
     expect(await check('GET', '/', await fetch(`${t.baseUrl}/`))).toMatchObject({ openapi: '/openapi.json', docs: '/docs' });
     await check('GET', '/', await fetch(`${t.baseUrl}/`, { headers: { accept: 'text/html' }, redirect: 'manual' }));

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { CLIENT_SCOPES } from '../../domain/client-tokens/scopes.js';
 import { IMAGE_STATUSES, JOB_STATUSES } from '../../domain/jobs/types.js';
+import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/types.js';
 
 const count = z.int().min(0);
 const credits = z.int().meta({ description: 'The account balance after this request.' });
@@ -54,3 +55,12 @@ export const mintedToken = z.object({
 });
 
 export const imageBytes = z.custom<Buffer>().meta({ description: 'The image bytes.' });
+
+const webhookEvents = z.array(z.enum(WEBHOOK_EVENT_TYPES));
+const webhookBase = { id: z.string(), url: z.url(), events: webhookEvents, createdAt: time };
+
+export const webhookCreated = z.object({ ...webhookBase, secret: z.string().regex(/^whsec_/).meta({ description: 'The signing secret (Standard Webhooks), shown once.' }) });
+
+export const webhookList = z.object({
+  webhooks: z.array(z.object({ ...webhookBase, disabledAt: time.nullable().meta({ description: 'Set when the endpoint answered 410 Gone: nothing more is sent to it.' }) })),
+});
