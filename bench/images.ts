@@ -18,6 +18,7 @@ import { startEmbeddedMongo, type EmbeddedMongo } from '@credit-gateway/embedded
 import { buildApp } from '../src/http/app.js';
 import { buildServices } from '../src/services.js';
 import { cpuMicros } from '../packages/embedded-mongo/bench/proc-stats.js';
+import { pct, say, sleep } from './report.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SAMPLES = Number(process.env.BENCH_LATENCY_SAMPLES ?? 200);
@@ -200,13 +201,6 @@ async function stopWorker(w: Worker): Promise<void> {
   await w.exited;
 }
 
-function pct(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (s: string) => process.stdout.write(`${s}\n`);
 
 main()
   .catch((err: unknown) => {

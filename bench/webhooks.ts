@@ -14,6 +14,7 @@ import { loadConfig } from '../src/config.js';
 import { connectDatabase } from '../src/data/connection.js';
 import { buildApp } from '../src/http/app.js';
 import { buildServices } from '../src/services.js';
+import { pct, say, sleep } from './report.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 200);
@@ -110,13 +111,6 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms)))]).finally(() => clearTimeout(timer));
 }
 
-function pct(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const say = (s: string) => process.stdout.write(`${s}\n`);
 
 main()
   .catch((err: unknown) => {
