@@ -7,7 +7,7 @@ import { AxeBuilder } from '@axe-core/playwright';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
+import { launchChromium, reportBrowser, SLOW_MS, watchedPage } from '../helpers/chromium.js';
 
 const launched = await launchChromium();
 const canRun = reportBrowser(launched, 'API reference browser tests');
@@ -17,22 +17,13 @@ describe.skipIf(!canRun)('/docs in Chromium', { timeout: SLOW_MS * 3 }, () => {
   let t: TestApp;
   let context: BrowserContext;
   let page: Page;
-  const origins = new Set<string>();
-  const problems: string[] = [];
+  let origins: Set<string>;
+  let problems: string[];
 
   beforeAll(async () => {
     t = await startTestApp();
     context = await browser.newContext({ baseURL: t.baseUrl, viewport: { width: 1280, height: 900 } });
-    context.on('request', (r) => void origins.add(new URL(r.url()).origin));
-    page = await context.newPage();
-    // Names the directive and the refused text, which Chromium's own console message leaves out.
-    await page.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (e) => console.error(`Refused by CSP ${e.effectiveDirective}: ${e.sample}`));
-    });
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && /Content.Security.Policy|Refused/i.test(m.text())) problems.push(`console: ${m.text()}`);
-    });
+    ({ page, origins, problems } = await watchedPage(context));
   });
 
   afterAll(async () => {

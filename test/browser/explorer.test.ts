@@ -8,7 +8,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startConfiguredImageWorker, type RunningWorker } from '../../workers/image-worker.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
+import { launchChromium, reportBrowser, SLOW_MS, watchedPage } from '../helpers/chromium.js';
 import { createConsoleUser, type ConsoleUser } from '../helpers/console.js';
 
 const launched = await launchChromium();
@@ -22,20 +22,15 @@ describe.skipIf(!canRun)('console explorer in Chromium', { timeout: SLOW_MS * 4 
   let user: ConsoleUser;
   let context: BrowserContext;
   let page: Page;
-  const origins = new Set<string>();
-  const problems: string[] = [];
+  let origins: Set<string>;
+  let problems: string[];
 
   beforeAll(async () => {
     t = await startTestApp();
     worker = await startConfiguredImageWorker(t.config, t.services.imageJobs, { info() {}, warn() {}, error() {} });
     user = await createConsoleUser(t, { credits: 42 });
     context = await browser.newContext({ baseURL: t.baseUrl, viewport: { width: 1440, height: 900 } });
-    context.on('request', (r) => void origins.add(new URL(r.url()).origin));
-    page = await context.newPage();
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' && /Content.Security.Policy|Refused/i.test(m.text())) problems.push(`console: ${m.text()}`);
-    });
+    ({ page, origins, problems } = await watchedPage(context));
     await page.goto('/console/sign-in');
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);

@@ -4,7 +4,7 @@
  * with one line saying why, unless REQUIRE_BROWSER_TESTS=1 (CI), which turns the skip into a failure.
  */
 import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { describe, it } from 'vitest';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -46,4 +46,28 @@ export function reportBrowser(launched: Launched, what: string): boolean {
     });
   });
   return false;
+}
+
+/** What a page did that a test checks afterwards: where its requests went, and what went wrong in it. */
+export interface PageWatch {
+  /** Origins of every request the context made. */
+  origins: Set<string>;
+  /** Uncaught page errors and Content-Security-Policy refusals (with the directive and the sample). */
+  problems: string[];
+}
+
+/** Opens a page in `context` that records its requests' origins, its errors and any CSP refusal. */
+export async function watchedPage(context: BrowserContext): Promise<{ page: Page } & PageWatch> {
+  const watch: PageWatch = { origins: new Set(), problems: [] };
+  context.on('request', (r) => void watch.origins.add(new URL(r.url()).origin));
+  const page = await context.newPage();
+  // Names the directive and the refused text, which Chromium's own console message leaves out.
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (e) => console.error(`Refused by CSP ${e.effectiveDirective}: ${e.sample}`));
+  });
+  page.on('pageerror', (e) => watch.problems.push(`page error: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content.Security.Policy|Refused/i.test(m.text())) watch.problems.push(`console: ${m.text()}`);
+  });
+  return { page, ...watch };
 }
