@@ -1,20 +1,19 @@
-import { hash, randomBytes } from 'node:crypto';
+import { randomSecret, sha256Hex } from '../keys/format.js';
 
 /** Client tokens: `wi_tok_` + 64 lowercase hex characters from 32 CSPRNG bytes; only a hash is stored. */
 export const TOKEN_PREFIX = 'wi_tok_';
 const TOKEN_PATTERN = /^wi_tok_[0-9a-f]{64}$/;
 
 export function generateToken(): string {
-  return TOKEN_PREFIX + randomBytes(32).toString('hex');
+  return randomSecret(TOKEN_PREFIX);
 }
 
 export function isWellFormedToken(value: string): boolean {
   return TOKEN_PATTERN.test(value);
 }
 
-export function hashToken(token: string): string {
-  return hash('sha256', token, 'hex');
-}
+/** Only this is stored, as for API keys. */
+export const hashToken = sha256Hex;
 
 /** The bearer value of an `Authorization` header when it is (or claims to be) a client token. */
 export function bearerToken(header: string | undefined): string | undefined {

@@ -6,8 +6,18 @@ export const KEY_PATTERN = /^wi_live_[0-9a-f]{64}$/;
 /** Characters of the key shown in listings (the contract's "first 12 characters"). */
 export const DISPLAY_PREFIX_LENGTH = 12;
 
+/** A bearer secret: `prefix` + 64 lowercase hex characters from 32 CSPRNG bytes (keys, client tokens). */
+export function randomSecret(prefix: string): string {
+  return prefix + randomBytes(32).toString('hex');
+}
+
+/** SHA-256 (hex) of a bearer secret: all that is stored of one. */
+export function sha256Hex(secret: string): string {
+  return hash('sha256', secret, 'hex');
+}
+
 export function generateKey(): string {
-  return KEY_PREFIX + randomBytes(32).toString('hex');
+  return randomSecret(KEY_PREFIX);
 }
 
 export function isWellFormedKey(value: string): boolean {
@@ -15,9 +25,7 @@ export function isWellFormedKey(value: string): boolean {
 }
 
 /** Only this is stored; the key itself cannot be recovered from it. */
-export function hashKey(key: string): string {
-  return hash('sha256', key, 'hex');
-}
+export const hashKey = sha256Hex;
 
 export function displayPrefix(key: string): string {
   return key.slice(0, DISPLAY_PREFIX_LENGTH);
