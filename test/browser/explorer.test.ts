@@ -51,6 +51,10 @@ describe.skipIf(!canRun)('console explorer in Chromium', { timeout: SLOW_MS * 4 
     const run = page.getByRole('button', { name: /Execute query/i });
     await run.waitFor({ timeout: SLOW_MS });
     await expect.poll(() => page.locator('.graphiql-query-editor').innerText(), { timeout: SLOW_MS }).toContain('credits');
+    // The schema was fetched as the page started (docs and completion need it): the docs list Query.
+    await page.getByRole('button', { name: /Show Documentation Explorer/i }).click();
+    await expect.poll(() => page.locator('.graphiql-doc-explorer').innerText(), { timeout: SLOW_MS }).toContain('Query');
+    expect(await page.locator('.graphiql-response').innerText()).not.toContain('errors');
     await run.click();
     await expect.poll(() => page.locator('.graphiql-response').innerText(), { timeout: SLOW_MS }).toMatch(/"credits":\s*42/);
     if (SCREENSHOT) await page.screenshot({ path: SCREENSHOT.pathname });
