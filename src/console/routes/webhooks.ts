@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError, isAppError } from '../../domain/errors.js';
+import { DEFAULT_LOW_CREDITS_THRESHOLD } from '../../domain/webhooks/types.js';
 import type { BaseUrlOf } from '../../http/routes/types.js';
 import { callerOf, pageContext, wantsJson } from '../context.js';
 import { sendHtml } from '../render.js';
@@ -14,7 +15,7 @@ const webhookRoutes: ConsoleRoute<Pick<ConsoleServices, 'webhooks'> & { baseUrlO
   const data = async (request: FastifyRequest, extra: Partial<WebhooksPageData> = {}): Promise<WebhooksPageData> => {
     const accountId = accountOf(request);
     const [endpoints, deliveries, lowCredits] = await Promise.all([webhooks.list(accountId), webhooks.recentDeliveries(accountId, 50), webhooks.lowCreditsState(accountId)]);
-    return { endpoints, deliveries, lowCredits: lowCredits ?? { threshold: 10, armed: true }, ...extra };
+    return { endpoints, deliveries, lowCredits: lowCredits ?? { threshold: DEFAULT_LOW_CREDITS_THRESHOLD, armed: true }, ...extra };
   };
 
   app.get('/webhooks', SESSION, async (request, reply) => sendHtml(reply, webhooksPage(pageContext(request), await data(request))));
