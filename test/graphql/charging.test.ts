@@ -19,4 +19,11 @@ describe('chargingFields', () => {
   ])('%s → %i', (query, expected) => {
     expect(count(query)).toBe(expected);
   });
+
+  it('each operation of a document keeps its own count when asked again (counted once per operation node)', () => {
+    const document = parse('mutation One { lookup(keyword: "a") { credits } } mutation Two { a: lookup(keyword: "a") { credits } b: generate(prompts: ["x"]) { credits } }');
+    const one = getOperationAST(document, 'One')!;
+    const two = getOperationAST(document, 'Two')!;
+    for (let i = 0; i < 2; i++) expect([chargingFields(document, one), chargingFields(document, two)]).toEqual([1, 2]);
+  });
 });

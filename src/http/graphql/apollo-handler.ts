@@ -4,6 +4,8 @@
  * headers through `Object.entries` into a HeaderMap that lowercased each name again, and built a
  * `new URL` only to read the query string. Node's header names are already lowercase and joined (but
  * `set-cookie`), so the HeaderMap is filled once, as they are; the query string is the URL's tail.
+ * No function is made per request: the context function is the request's bound one. (Run through tsx,
+ * which keeps function names, every named closure made per request costs a property definition.)
  */
 import { Readable } from 'node:stream';
 import { HeaderMap, type ApolloServer, type BaseContext, type HTTPGraphQLRequest } from '@apollo/server';
@@ -14,13 +16,14 @@ export function apolloHandler<Context extends BaseContext>(
   context: (request: FastifyRequest) => Promise<Context>,
 ): (request: FastifyRequest, reply: FastifyReply) => Promise<unknown> {
   apollo.assertStarted('apolloHandler()');
-  return async (request, reply) => {
-    const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: graphQLRequestOf(request), context: () => context(request) });
-    for (const [name, value] of response.headers) void reply.header(name, value);
+  async function handle(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+    const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: graphQLRequestOf(request), context: context.bind(null, request) });
+    for (const entry of response.headers) void reply.header(entry[0], entry[1]);
     void reply.code(response.status ?? 200);
     if (response.body.kind === 'complete') return response.body.string;
     return reply.send(Readable.from(response.body.asyncIterator));
-  };
+  }
+  return handle;
 }
 
 /** HeaderMap.set would lowercase each name again; Node's are lowercase already. */

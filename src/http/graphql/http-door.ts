@@ -120,17 +120,23 @@ export function refusalMediaType(accept: string | undefined): string {
  * for the whole operation, nothing executed, nothing charged.
  */
 function countChargingFields(credentials: Pick<Credentials, 'count'>): ApolloServerPlugin<GraphQLContext> {
+  const countMore = async ({ contextValue, response }: GraphQLRequestContextDidResolveOperation<GraphQLContext>, units: number) => {
+    const outcome = await credentials.count(contextValue.principal, units);
+    if (!outcome) return;
+    for (const [name, value] of Object.entries(rateLimitHeaders(outcome))) response.http.headers.set(name, value);
+    if (!outcome.ok) throw toRequestError(rateLimitedError(outcome));
+  };
   const listener = {
-    async didResolveOperation({ document, operation, contextValue, response }: GraphQLRequestContextDidResolveOperation<GraphQLContext>) {
-      if (!operation) return;
-      const outcome = await credentials.count(contextValue.principal, chargingFields(document, operation) - 1);
-      if (!outcome) return;
-      for (const [name, value] of Object.entries(rateLimitHeaders(outcome))) response.http.headers.set(name, value);
-      if (!outcome.ok) throw toRequestError(rateLimitedError(outcome));
+    // Most operations have at most one charging field: nothing more to count, and no promise made.
+    didResolveOperation(context: GraphQLRequestContextDidResolveOperation<GraphQLContext>): Promise<void> {
+      const more = context.operation ? chargingFields(context.document, context.operation) - 1 : 0;
+      return more > 0 ? countMore(context, more) : NOTHING_MORE;
     },
   };
   return { requestDidStart: async () => listener };
 }
+
+const NOTHING_MORE = Promise.resolve();
 
 /** Logs every error that reaches the client masked, with the request id to find it by. */
 function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {

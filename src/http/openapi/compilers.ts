@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 
 /**
  * Route schemas are zod (the domain's request rules, src/domain/validation.ts). Requests are validated
@@ -9,6 +10,38 @@ import { validatorCompiler } from 'fastify-type-provider-zod';
  * would cost the hot path; test/http/openapi.test.ts checks real answers against the document instead.
  */
 export function useZodSchemas(app: FastifyInstance): void {
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(compileValidator);
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+}
+
+type Compile = typeof validatorCompiler;
+
+/**
+ * zod's parse of the request part, except where its answer is known without it: a loose object
+ * (`z.looseObject`, as a route's `headers`) whose properties are all optional and none of them sent
+ * passes as it is. A charging route's headers are that on almost every request (no `Idempotency-Key`),
+ * and parsing them would copy every header into a new object first.
+ */
+const compileValidator: Compile = (route) => {
+  const parse = validatorCompiler(route);
+  const names = absentPassesAsIs(route.schema);
+  if (!names) return parse;
+  return (data: unknown) => {
+    if (data !== null && typeof data === 'object') {
+      let sent = false;
+      for (const name of names) if ((data as Record<string, unknown>)[name] !== undefined) sent = true;
+      if (!sent) return { value: data };
+    }
+    return parse(data);
+  };
+};
+
+/** The property names of a loose object whose properties may all be absent; null for any other schema. */
+function absentPassesAsIs(schema: unknown): readonly string[] | null {
+  if (!(schema instanceof z.ZodObject)) return null;
+  const catchall = schema._zod.def.catchall;
+  if (!(catchall instanceof z.ZodUnknown)) return null;
+  const shape = schema.shape as Record<string, z.ZodType>;
+  const names = Object.keys(shape);
+  return names.every((name) => shape[name]!.safeParse(undefined).success) ? names : null;
 }
