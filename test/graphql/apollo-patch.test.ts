@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * patches/@apollo+server+*.patch (applied by `postinstall`) takes per-request work out of Apollo Server's
  * HTTP pipeline (issue 18). These tests fail if it was not applied, and check that what it touches
  * answers as before: media type negotiation (memoised per Accept value), CSRF prevention (a fast path for
- * application/json) and the query hash (the document cache still recognises a query).
+ * application/json), the query hash (the document cache still recognises a query), and the pipeline's
+ * hooks (one that no listener implements is not awaited; one that a listener implements still runs).
  */
 // The package's entry is dist/cjs/index.js (its package.json is not exported).
 const apolloDir = path.resolve(createRequire(import.meta.url).resolve('@apollo/server'), '../../..');
@@ -35,6 +36,7 @@ describe('the Apollo Server patch', () => {
   it('is applied (postinstall ran patch-package)', async () => {
     const pipeline = await readFile(path.join(apolloDir, 'dist/esm/requestPipeline.js'), 'utf8');
     expect(pipeline).toContain("hash('sha256', query, 'hex')");
+    expect(pipeline).toContain("hooked(requestListeners, 'willSendResponse')");
     expect(await readFile(path.join(apolloDir, 'dist/esm/ApolloServer.js'), 'utf8')).toContain('contentTypeForAccept');
     expect(await readFile(path.join(apolloDir, 'dist/esm/preventCsrf.js'), 'utf8')).toContain("contentType === 'application/json'");
   });
@@ -69,6 +71,41 @@ describe('the Apollo Server patch', () => {
     for (let i = 0; i < 2; i++) {
       const res = await run('POST', { 'content-type': 'application/json' }, 'query Q { hello }');
       expect(res.body.kind === 'complete' && JSON.parse(res.body.string)).toEqual({ data: { hello: 'world' } });
+    }
+  });
+
+  it('still runs every hook a plugin implements, in order, and none it does not', async () => {
+    const calls: string[] = [];
+    const hooks = new ApolloServer({
+      typeDefs: 'type Query { hello: String }',
+      resolvers: { Query: { hello: () => 'world' } },
+      logger: { debug() {}, info() {}, warn() {}, error() {} },
+      plugins: [
+        { requestDidStart: async () => ({ didResolveOperation: async () => void calls.push('a:didResolveOperation') }) },
+        {
+          requestDidStart: async () => ({
+            didResolveSource: async () => void calls.push('b:didResolveSource'),
+            responseForOperation: async () => (calls.push('b:responseForOperation'), null),
+            executionDidStart: async () => ({ executionDidEnd: async () => void calls.push('b:executionDidEnd') }),
+            willSendResponse: async ({ response }) => {
+              calls.push('b:willSendResponse');
+              response.http.headers.set('x-seen', 'yes');
+            },
+          }),
+        },
+      ],
+    });
+    await hooks.start();
+    try {
+      const res = await hooks.executeHTTPGraphQLRequest({
+        httpGraphQLRequest: { method: 'POST', headers: new HeaderMap([['content-type', 'application/json']]), search: '', body: { query: '{ hello }' } },
+        context: async () => ({}),
+      });
+      expect(res.body.kind === 'complete' && JSON.parse(res.body.string)).toEqual({ data: { hello: 'world' } });
+      expect(res.headers.get('x-seen')).toBe('yes');
+      expect(calls).toEqual(['b:didResolveSource', 'a:didResolveOperation', 'b:responseForOperation', 'b:executionDidEnd', 'b:willSendResponse']);
+    } finally {
+      await hooks.stop();
     }
   });
 });
