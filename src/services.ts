@@ -157,8 +157,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     accounts: accountStore,
     audit: auditStore,
     host,
-    onBalanceChanged: async (accountId, balance, state) =>
-      late.alerts?.observe(accountId, balance, state).catch((err: unknown) => log.warn({ err }, 'webhooks: credits.low check failed')),
+    onBalanceChanged: (accountId, balance, state) =>
+      late.alerts?.observe(accountId, balance, state)?.catch((err: unknown) => log.warn({ err }, 'webhooks: credits.low check failed')),
   });
   const keys = createKeyServices({
     keys: keyStore,

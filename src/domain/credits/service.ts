@@ -13,9 +13,10 @@ export interface CreditServiceDeps {
   /**
    * Told of every applied balance change with the balance after it (and the account's `credits.low`
    * state when the store read it in the same update): the low-balance alert. Awaited, so its event is
-   * written before the caller hears of the change; its failures are its own to report.
+   * written before the caller hears of the change; its failures are its own to report. Nothing to
+   * await (the common case: the balance crossed nothing) is `undefined`, and costs the charge no promise.
    */
-  onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void>;
+  onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void> | undefined;
 }
 
 /** Why a refund happened, recorded on its audit entry. */
@@ -74,7 +75,8 @@ export class CreditService implements CreditBalances {
   async charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
-    if (result.kind === 'applied') await this.observe(accountId, result);
+    const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
+    if (alert) await alert.catch(() => undefined);
     switch (result.kind) {
       case 'applied':
       case 'already_applied':
@@ -125,8 +127,9 @@ export class CreditService implements CreditBalances {
     return this.deps.accounts.balances(accountIds);
   }
 
-  private async observe(accountId: string, result: Extract<ApplyResult, { kind: 'applied' }>): Promise<void> {
-    await this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits).catch(() => undefined);
+  /** The low-balance alert's promise when it has work to do (the caller awaits it), else undefined. */
+  private observe(accountId: string, result: Extract<ApplyResult, { kind: 'applied' }>): Promise<void> | undefined {
+    return this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits);
   }
 
   private async audited(
@@ -138,7 +141,8 @@ export class CreditService implements CreditBalances {
     details: Record<string, unknown> | null,
     actor: AuditActor,
   ): Promise<number> {
-    if (result.kind === 'applied') await this.observe(accountId, result);
+    const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
+    if (alert) await alert.catch(() => undefined);
     switch (result.kind) {
       case 'applied':
       case 'already_applied':

@@ -21,9 +21,16 @@ export class LowCreditsAlerts {
   constructor(private readonly deps: LowCreditsAlertsDeps) {}
 
   /** Called after every applied balance change with the balance after it (and the state, when read with it). */
-  async observe(accountId: string, balance: number, known?: LowCreditsState): Promise<void> {
+  observe(accountId: string, balance: number, known?: LowCreditsState): Promise<void> | undefined {
+    // Almost every charge leaves an armed alert above its threshold: decided here, with no promise made
+    // (the lookup's path, issue 18).
+    if (known && !crosses(balance, known)) return undefined;
+    return this.act(accountId, balance, known);
+  }
+
+  private async act(accountId: string, balance: number, known?: LowCreditsState): Promise<void> {
     const state = known ?? (await this.deps.store.state(accountId));
-    if (!state) return;
+    if (!state || !crosses(balance, state)) return;
     if (balance < state.threshold && state.armed) {
       const event = { eventId: `msg_${randomBytes(20).toString('base64url')}`, credits: balance, threshold: state.threshold, at: this.now() };
       if (await this.deps.store.fire(accountId, balance, event)) {
@@ -37,4 +44,9 @@ export class LowCreditsAlerts {
   private now(): Date {
     return this.deps.now?.() ?? new Date();
   }
+}
+
+/** Whether `balance` fires an armed alert (below its threshold) or re-arms a fired one (back at or above it). */
+function crosses(balance: number, state: LowCreditsState): boolean {
+  return balance < state.threshold ? state.armed : !state.armed;
 }
