@@ -19,7 +19,7 @@ export function apolloHandler<Context extends BaseContext>(
   async function handle(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
     const response = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest: graphQLRequestOf(request), context: context.bind(null, request) });
     for (const entry of response.headers) void reply.header(entry[0], entry[1]);
-    void reply.code(response.status ?? 200);
+    if (response.status !== undefined && response.status !== 200) void reply.code(response.status);
     if (response.body.kind === 'complete') return response.body.string;
     return reply.send(Readable.from(response.body.asyncIterator));
   }
