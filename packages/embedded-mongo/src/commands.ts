@@ -3,7 +3,7 @@
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
-import { bsonText, canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { bsonText, canonicalKey, compareValues, deepCopy, documentBytes, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
 import { planCollated } from './collated-pipeline.js';
 import { collatorFor, notWithCollation, type Collator } from './collation.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';
@@ -76,7 +76,7 @@ function withIdFirst(doc: Doc): Doc {
 
 /** mongod's limit on a stored document: BSONObjectTooLarge on insert, Location17419 after an update. */
 function checkSize(doc: Doc, by: 'insert' | 'update'): void {
-  const size = BSON.calculateObjectSize(doc);
+  const size = documentBytes(doc);
   if (size <= MAX_BSON_SIZE) return;
   if (by === 'insert') throw new MongoError(10334, `object to insert too large. size in bytes: ${size}, max size: ${MAX_BSON_SIZE}`, 'BSONObjectTooLarge');
   throw new MongoError(17419, `Resulting document after update is larger than ${MAX_BSON_SIZE}`, 'Location17419');

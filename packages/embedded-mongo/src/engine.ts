@@ -1,7 +1,7 @@
 // The storage engine: databases and collections, every mutation (journaled and published as a change
 // event), and the cursor registry. Commands run synchronously against it, so each command is atomic.
 import { BSON, Long, Timestamp, UUID } from 'bson';
-import { compareValues, type Doc } from './bson-order.js';
+import { compareValues, documentBytes, type Doc } from './bson-order.js';
 import { Collection, type IndexSpec } from './collection.js';
 import { MongoError } from './errors.js';
 import { Journal, type JournalRecord, type JournalStats } from './journal.js';
@@ -48,6 +48,9 @@ export type ChangeStreamState = {
   /** Set when an event this stream would have returned was dropped from the change log before it read it. */
   lost: boolean;
 };
+
+/** A document field's bytes in BSON beside its value's: type byte, then `fullDocument` as a C string. */
+const FULL_DOCUMENT_FIELD_BYTES = 1 + 'fullDocument'.length + 1;
 
 /** The change log's default bound: the BSON bytes of the events it keeps. */
 export const DEFAULT_CHANGELOG_BYTES = 64 * 1024 * 1024;
@@ -346,8 +349,25 @@ export class Engine {
       this.notifiedSeq = ++this.seq;
       return;
     }
-    const event = { ...e, seq: ++this.seq, clusterTime: this.clusterTime(), wallTime: new Date(), bytes: 0 };
-    event.bytes = BSON.calculateObjectSize(event);
+    // Field by field, not `{ ...e, seq, ... }`: V8 builds a spread copy that then gains fields through
+    // its slow path (about 4 µs an event, more than the rest of a write's change-log cost).
+    const event: ChangeEvent = {
+      db: e.db,
+      coll: e.coll,
+      operationType: e.operationType,
+      documentKey: e.documentKey,
+      fullDocument: undefined,
+      fullDocumentBeforeChange: e.fullDocumentBeforeChange,
+      updateDescription: e.updateDescription,
+      seq: ++this.seq,
+      clusterTime: this.clusterTime(),
+      wallTime: new Date(),
+      bytes: 0,
+    };
+    // The fields it has (an absent one is undefined here), the full document's measured when its write
+    // checked it rather than walked again.
+    event.bytes = BSON.calculateObjectSize(event, { ignoreUndefined: true }) + (e.fullDocument ? FULL_DOCUMENT_FIELD_BYTES + documentBytes(e.fullDocument) : 0);
+    event.fullDocument = e.fullDocument;
     this.events.push(event);
     this.changelogBytes += event.bytes;
     if (this.changelogBytes > this.changelogBound) this.trimChangelog();

@@ -3,24 +3,15 @@
 // an index weighs the BSON size of its keys plus 8 bytes per entry for the record it points to. The
 // server holds everything in memory and writes no data files, so `storageSize` is the data size
 // (mongod's would be WiredTiger's compressed file size). Documents are never changed in place, so each
-// one's size is measured once and kept beside it (weakly, so a replaced document takes it along).
+// one's size is measured once (see documentBytes), and so is each index entry's.
 import { BSON } from 'bson';
-import type { Doc } from './bson-order.js';
+import { documentBytes, type Doc } from './bson-order.js';
 import type { Collection, Index } from './collection.js';
 import { MongoError } from './errors.js';
 import type { Entry } from './sorted-index.js';
 
 const RECORD_ID_BYTES = 8;
-const measured = new WeakMap<object, number>();
-
-function docBytes(doc: Doc): number {
-  let n = measured.get(doc);
-  if (n === undefined) {
-    n = BSON.calculateObjectSize(doc);
-    measured.set(doc, n);
-  }
-  return n;
-}
+const measured = new WeakMap<Entry, number>();
 
 /** An index key as mongod stores it, a document of the key's values under empty names, plus its record id. */
 function entryBytes(entry: Entry): number {
@@ -35,7 +26,7 @@ function entryBytes(entry: Entry): number {
 
 export function dataSize(coll: Collection): number {
   let n = 0;
-  for (const doc of coll.docs.values()) n += docBytes(doc);
+  for (const doc of coll.docs.values()) n += documentBytes(doc);
   return n;
 }
 
