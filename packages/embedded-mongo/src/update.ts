@@ -43,13 +43,35 @@ export function validateUpdate(u: unknown): void {
   }
 }
 
+const PATH_PARTS_KEPT = 4096;
+const pathPartsCache = new Map<string, readonly string[]>();
+
+/**
+ * `path.split('.')`, kept per path: the same few paths come back in every update (a counter's
+ * `usage.<bucket>.calls`), and looking fields up by the same part strings each time is cheaper than by
+ * fresh ones (whose hashes V8 computes anew). Never modify the array returned.
+ */
+function pathParts(path: string): readonly string[] {
+  let parts = pathPartsCache.get(path);
+  if (parts === undefined) {
+    if (pathPartsCache.size >= PATH_PARTS_KEPT) pathPartsCache.clear();
+    parts = path.split('.');
+    pathPartsCache.set(path, parts);
+  }
+  return parts;
+}
+
 /**
  * Sets `path` to `value`, creating missing objects on the way. With `owned`, containers on the path that
  * this update has not copied yet are copied first (copy-on-write), so the stored document it started
  * from, which change events and open cursors may still hold, never changes.
  */
 function setPath(doc: Doc, path: string, value: any, owned?: Set<object>): void {
-  const parts = path.split('.');
+  if (!path.includes('.')) {
+    setField(doc, path, value);
+    return;
+  }
+  const parts = pathParts(path);
   let cur: any = doc;
   for (let i = 0; i < parts.length - 1; i++) {
     const p = parts[i];
@@ -93,7 +115,7 @@ function own(parent: any, key: string, owned: Set<object>): any {
 /** The array or object at `path`, owned by this update (see setPath); undefined when there is none. */
 function ownedContainer(doc: Doc, path: string, owned: Set<object> | undefined): any {
   let cur: any = doc;
-  for (const p of path.split('.')) {
+  for (const p of pathParts(path)) {
     const next = getField(cur, p);
     if (!Array.isArray(next) && !isPlainObject(next)) return undefined;
     cur = owned ? own(cur, p, owned) : next;
@@ -102,18 +124,26 @@ function ownedContainer(doc: Doc, path: string, owned: Set<object> | undefined):
 }
 
 function getParentAndKey(doc: Doc, path: string): [any, string] | undefined {
-  const parts = path.split('.');
+  const parts = pathParts(path);
+  const parent = parentOf(doc, parts);
+  return parent === undefined ? undefined : [parent, parts[parts.length - 1]];
+}
+
+/** The object or array holding the last field of `parts`; undefined when a part before it is no container. */
+function parentOf(doc: Doc, parts: readonly string[]): any {
   let cur: any = doc;
   for (let i = 0; i < parts.length - 1; i++) {
     cur = getField(cur, parts[i]);
     if (cur === null || typeof cur !== 'object') return undefined;
   }
-  return [cur, parts[parts.length - 1]];
+  return cur;
 }
 
 function readPath(doc: Doc, path: string): any {
-  const pk = getParentAndKey(doc, path);
-  return pk ? getField(pk[0], pk[1]) : undefined;
+  if (!path.includes('.')) return getField(doc, path);
+  const parts = pathParts(path);
+  const parent = parentOf(doc, parts);
+  return parent === undefined ? undefined : getField(parent, parts[parts.length - 1]);
 }
 
 function unsetPath(doc: Doc, path: string, owned?: Set<object>): boolean {
@@ -148,6 +178,12 @@ function arithmetic(op: '$inc' | '$mul', a: any, b: any): any {
     return Decimal128.fromString(String(r));
   }
   if (type === 'double') return double(op === '$inc' ? toNumber(a) + toNumber(b) : toNumber(a) * toNumber(b));
+  if (type === 'int') {
+    // Two int32s: exact in a double while the result stays an int32 (a counter's every $inc); `| 0`
+    // makes -0 the 0 mongod stores. Anything wider goes through BigInt below.
+    const r = op === '$inc' ? a + b : a * b;
+    if (r >= -(2 ** 31) && r < 2 ** 31) return r | 0;
+  }
   const x = toBigInt(a);
   const y = toBigInt(b);
   const r = op === '$inc' ? x + y : x * y;
@@ -219,6 +255,16 @@ function canFastPath(u: Doc): boolean {
 }
 
 const ARRAY_PATH_PART = /^\$\[(\w*)\]$/;
+
+/** Whether any path of the update (or a $rename destination) holds a `$`. */
+function hasDollarPath(u: Doc): boolean {
+  for (const op in u) {
+    const fields = u[op];
+    if (!isPlainObject(fields)) continue;
+    for (const path in fields) if (path.includes('$') || (op === '$rename' && String(fields[path]).includes('$'))) return true;
+  }
+  return false;
+}
 
 function hasArrayPaths(u: Doc): boolean {
   return Object.values(u).some((fields) => isPlainObject(fields) && Object.keys(fields).some((p) => p.includes('$[')));
@@ -298,7 +344,7 @@ function positionalAt(parts: string[]): number {
 }
 
 function hasPositionalPaths(u: Doc): boolean {
-  return Object.values(u).some((fields) => isPlainObject(fields) && Object.keys(fields).some((p) => positionalAt(p.split('.')) > 0));
+  return Object.values(u).some((fields) => isPlainObject(fields) && Object.keys(fields).some((p) => p.includes('$') && positionalAt(p.split('.')) > 0));
 }
 
 /**
@@ -342,6 +388,11 @@ function matchedPosition(doc: Doc, arrayPath: string, filter: Doc, strings: Stri
   return at;
 }
 
+/** Whether `path` is `prefix` or a field inside it (`a.b` within `a`, not within `a.bc`). */
+function sameOrWithin(path: string, prefix: string): boolean {
+  return path.startsWith(prefix) && (path.length === prefix.length || path.charCodeAt(prefix.length) === 46 /* . */);
+}
+
 function checkConflicts(u: Doc): void {
   const seen: string[] = [];
   for (const [op, fields] of Object.entries(u)) {
@@ -350,7 +401,7 @@ function checkConflicts(u: Doc): void {
     if (op === '$rename') paths.push(...renameDestinations(fields as Doc));
     for (const path of paths) {
       for (const other of seen) {
-        if (other === path || other.startsWith(path + '.') || path.startsWith(other + '.')) {
+        if (sameOrWithin(other, path) || sameOrWithin(path, other)) {
           throw new MongoError(40, `Updating the path '${path}' would create a conflict at '${other}'`, 'ConflictingUpdateOperators');
         }
       }
@@ -531,10 +582,12 @@ export function applyUpdate(
   if (!opts.inserting) {
     // Fields an operator writes ($unset only removes; $setOnInsert writes nothing here). Only a path
     // led by `$` can break the rule, so the common update skips building the list.
-    const written = Object.entries(u)
-      .filter(([op]) => op !== '$unset' && op !== '$setOnInsert')
-      .map(([op, fields]) => (op === '$rename' ? renameDestinations(fields as Doc) : Object.keys(fields as Doc)));
-    if (written.some((paths) => paths.some((p) => p.startsWith('$')))) checkTopLevelNames(written.flat().map((p) => p.split('.')[0]));
+    if (hasDollarPath(u)) {
+      const written = Object.entries(u)
+        .filter(([op]) => op !== '$unset' && op !== '$setOnInsert')
+        .map(([op, fields]) => (op === '$rename' ? renameDestinations(fields as Doc) : Object.keys(fields as Doc)));
+      if (written.some((paths) => paths.some((p) => p.startsWith('$')))) checkTopLevelNames(written.flat().map((p) => p.split('.')[0]));
+    }
   }
   let arrayFilters = opts.arrayFilters;
   // Expanded also without `$[` paths: array filters the update does not use are refused, as mongod does.
@@ -594,7 +647,7 @@ function checkTopLevelNames(names: string[]): void {
 function describe(doc: Doc, updated: Set<string>, removed: Set<string>): UpdateDescription {
   const description: UpdateDescription = { updatedFields: {}, removedFields: [...removed] };
   for (const p of updated) {
-    const topish = p.replace(/\.\$(\[[^\]]*\])?/g, '');
+    const topish = p.includes('.$') ? p.replace(/\.\$(\[[^\]]*\])?/g, '') : p;
     setField(description.updatedFields, topish, readPath(doc, topish));
   }
   return description;

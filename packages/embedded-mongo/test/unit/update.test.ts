@@ -31,6 +31,10 @@ describe('field operators', () => {
     { name: '$inc by a negative amount', before: { _id: 1, n: 5 }, update: { $inc: { n: -2 } }, after: { _id: 1, n: 3 } },
     { name: '$inc Int32 by Long gives a Long', before: { _id: 1, n: 1 }, update: { $inc: { n: Long.fromNumber(2) } }, after: { _id: 1, n: Long.fromNumber(3) } },
     { name: '$inc past Int32 gives a Long', before: { _id: 1, n: 2147483647 }, update: { $inc: { n: 1 } }, after: { _id: 1, n: Long.fromNumber(2147483648) } },
+    { name: '$inc below Int32 gives a Long', before: { _id: 1, n: -2147483648 }, update: { $inc: { n: -1 } }, after: { _id: 1, n: Long.fromNumber(-2147483649) } },
+    { name: '$inc back to 0 stores 0, not -0', before: { _id: 1, n: -1 }, update: { $inc: { n: 1 } }, after: { _id: 1, n: 0 } },
+    { name: '$mul past Int32 gives a Long', before: { _id: 1, n: 65536 }, update: { $mul: { n: 65536 } }, after: { _id: 1, n: Long.fromNumber(4294967296) } },
+    { name: '$mul by 0 of a negative Int32 stores 0', before: { _id: 1, n: -5 }, update: { $mul: { n: 0 } }, after: { _id: 1, n: 0 } },
     { name: '$mul a missing field sets 0', before: { _id: 1 }, update: { $mul: { n: 3 } }, after: { _id: 1, n: 0 } },
     { name: '$mul a Double keeps a Double', before: { _id: 1, n: new Double(2) }, update: { $mul: { n: 2 } }, after: { _id: 1, n: new Double(4) } },
     { name: '$min lowers', before: { _id: 1, n: 5 }, update: { $min: { n: 3 } }, after: { _id: 1, n: 3 } },
@@ -38,6 +42,12 @@ describe('field operators', () => {
     { name: '$max by BSON order: a string is above a number', before: { _id: 1, n: 5 }, update: { $max: { n: 'a' } }, after: { _id: 1, n: 'a' } },
     { name: '$max sets a missing field', before: { _id: 1 }, update: { $max: { n: 1 } }, after: { _id: 1, n: 1 } },
     { name: '$rename moves a field', before: { _id: 1, a: 1 }, update: { $rename: { a: 'b' } }, after: { _id: 1, b: 1 } },
+    {
+      name: 'counters under one bucket, a field whose name extends another, and $min of a date',
+      before: { _id: 1, n: 9, usage: { d1: { calls: 1, credits: 1 } }, oldest: new Date('2026-01-02') },
+      update: { $inc: { n: -1, 'usage.d1.calls': 1, 'usage.d1.credits': 2, 'usage.d10.calls': 1 }, $set: { 'usage.d1x': 0 }, $min: { oldest: new Date('2026-01-01') } },
+      after: { _id: 1, n: 8, usage: { d1: { calls: 2, credits: 3 }, d10: { calls: 1 }, d1x: 0 }, oldest: new Date('2026-01-01') },
+    },
   ]);
 
   it('$currentDate sets a Date, or a Timestamp when asked', () => {
@@ -136,6 +146,7 @@ describe('refusals', () => {
   const rows: Array<{ name: string; before: Doc; update: Doc; filter?: Doc; arrayFilters?: Doc[]; code: number; message: string }> = [
     { name: 'two operators on one path', before: { _id: 1 }, update: { $set: { a: 1 }, $inc: { a: 1 } }, code: 40, message: "Updating the path 'a' would create a conflict at 'a'" },
     { name: 'a path and its parent', before: { _id: 1 }, update: { $set: { a: 1, 'a.b': 2 } }, code: 40, message: 'would create a conflict' },
+    { name: 'a path and its parent, child first', before: { _id: 1 }, update: { $inc: { 'a.b.c': 1 }, $set: { 'a.b': 2 } }, code: 40, message: "Updating the path 'a.b' would create a conflict at 'a.b.c'" },
     { name: 'changing _id', before: { _id: 1 }, update: { $set: { _id: 2 } }, code: 66, message: "would modify the immutable field '_id'" },
     { name: 'replacing _id', before: { _id: 1 }, update: { _id: 2, a: 1 }, code: 66, message: "the (immutable) field '_id' was found to have been altered" },
     { name: '$inc of a string', before: { _id: 1, a: 'x' }, update: { $inc: { a: 1 } }, code: 14, message: 'Cannot apply $inc to a value of non-numeric type' },
