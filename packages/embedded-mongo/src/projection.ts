@@ -139,8 +139,37 @@ function replacePath(doc: Doc, parts: string[], value: unknown): void {
   setField(cur, parts[parts.length - 1], value);
 }
 
+const PLAIN_KEPT = 1024;
+const plainProjections = new Map<string, Projector>();
+
+/**
+ * A projection of plain inclusions or exclusions (every write's `fields`, most finds'), compiled once
+ * per shape: its fields and whether each is on. Names cannot hold NUL (BSON), so NUL ends each name.
+ */
+function plainProjectionKey(projection: Doc): string | undefined {
+  let key = '';
+  for (const k in projection) {
+    const v = projection[k];
+    if ((typeof v !== 'number' && typeof v !== 'boolean') || k.includes('$')) return undefined;
+    key += k + (v ? '\u0000+' : '\u0000-');
+  }
+  return key;
+}
+
 export function compileProjection(projection: Doc | undefined, filter: Doc | undefined): Projector | undefined {
   if (!projection || Object.keys(projection).length === 0) return undefined;
+  const key = plainProjectionKey(projection);
+  if (key === undefined) return compileAny(projection, filter);
+  let project = plainProjections.get(key);
+  if (project === undefined) {
+    project = compileAny(projection, filter)!;
+    if (plainProjections.size >= PLAIN_KEPT) plainProjections.clear();
+    plainProjections.set(key, project);
+  }
+  return project;
+}
+
+function compileAny(projection: Doc, filter: Doc | undefined): Projector | undefined {
   const slices: Slice[] = [];
   const plain: Doc = {};
   const elemMatches: Array<[string, unknown]> = [];

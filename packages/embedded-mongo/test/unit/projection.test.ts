@@ -109,3 +109,18 @@ describe('refusals', () => {
     expect((caught as MongoError).message).toContain(message);
   });
 });
+
+describe('plain projections, compiled once per shape', () => {
+  it('tell the same fields apart by whether each is on, and by their names', () => {
+    const project = (p: Doc): Doc => compileProjection(p, undefined)!(doc);
+    expect(project({ name: 1, _id: 1 })).toEqual({ _id: 1, name: 'x' });
+    expect(project({ name: 1, _id: 0 })).toEqual({ name: 'x' });
+    expect(project({ name: 0, _id: 0 })).toEqual({ size: doc.size, tags: doc.tags, grades: doc.grades, items: doc.items });
+    expect(project({ 'size.h': 1, _id: 0 })).toEqual({ size: { h: 14 } });
+    expect(project({ size: 1, h: 1, _id: 0 })).toEqual({ size: doc.size });
+  });
+
+  it('refuse a mix of inclusion and exclusion every time, not only the first', () => {
+    for (let i = 0; i < 2; i++) expect(() => compileProjection({ name: 1, tags: 0 }, undefined)).toThrow('Cannot do exclusion on field tags in inclusion projection');
+  });
+});
