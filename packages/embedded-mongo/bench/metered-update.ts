@@ -4,11 +4,17 @@
 // whatever the database spends on those extra fields counts against the gateway. This drives the
 // server's own request path in-process (OP_MSG parse, operation monitor, findAndModify, change log,
 // reply encoding) with the two commands the driver sends, byte for byte, and prints µs per command:
-// the median of BENCH_ROUNDS (7) rounds of BENCH_OPS (20,000) commands each. A change stream is open, as
-// the gateway's key feed keeps one; BENCH_DBPATH=<dir> journals to that directory as `--dbpath` does;
+// the median of BENCH_ROUNDS (7) rounds of BENCH_OPS (20,000) commands each. Then the same two over
+// TCP, the server in its own process (`npm run db`) and 16 driver connections, as `npm run bench`
+// sees them: the server's CPU per command (socket and kernel time included), median of BENCH_ROUNDS
+// rounds of BENCH_WIRE_OPS (5,000); BENCH_WIRE_OPS=0 skips it. A change stream is open throughout, as
+// the gateway's key feed keeps one. BENCH_DBPATH=<dir> journals to that directory as `--dbpath` does;
 // BENCH_ONLY=plain or metered runs one of the two (to profile it with --cpu-prof).
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { BSON, type ObjectId } from 'bson';
 import { MongoClient, type CommandStartedEvent } from 'mongodb';
 import type { Doc } from '../src/bson-order.js';
@@ -16,46 +22,56 @@ import { runCommand, type CommandContext } from '../src/commands.js';
 import { Monitor } from '../src/monitor.js';
 import { EmbeddedServer } from '../src/server.js';
 import { encodeMsg, parseMessage, OP_MSG } from '../src/wire.js';
+import { cpuMicros } from './proc-stats.js';
 
 const OPS = Number(process.env.BENCH_OPS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
+const WIRE_OPS = Number(process.env.BENCH_WIRE_OPS ?? 5_000);
 const dbPath = process.env.BENCH_DBPATH;
+
+type Charges = { plain: () => Promise<unknown>; metered: () => Promise<unknown>; close: () => Promise<void> };
+
+/** The gateway's accounts collection on the server at `uri` (mongoose's document shape, its one secondary index), an open change stream, and the two charges. */
+async function setUp(uri: string, onCommand?: (e: CommandStartedEvent) => void): Promise<Charges> {
+  const client = await MongoClient.connect(uri, { monitorCommands: onCommand !== undefined, maxPoolSize: 16 });
+  if (onCommand) client.on('commandStarted', onCommand);
+  const db = client.db('bench_update');
+  await db.dropDatabase();
+  const accounts = db.collection('accounts');
+  await accounts.createIndex({ usageOldestDay: 1 }, { sparse: true });
+  const now = new Date();
+  const { insertedId: id } = await accounts.insertOne({ name: 'bench', credits: 1_000_000_000, ops: [], createdAt: now, updatedAt: now });
+  const stream = accounts.watch();
+  await stream.tryNext();
+  const day = new Date(`${now.toISOString().slice(0, 10)}T00:00:00.000Z`);
+  const bucket = `usage.${now.toISOString().slice(0, 10).replace(/-/g, '')}_definitions_0123456789abcdef01234567`;
+  return {
+    plain: () =>
+      accounts.findOneAndUpdate({ _id: id, credits: { $gte: 1 } }, { $inc: { credits: -1 }, $set: { updatedAt: new Date() } }, { returnDocument: 'after', projection: { credits: 1 } }),
+    metered: () =>
+      accounts.findOneAndUpdate(
+        { _id: id as ObjectId, credits: { $gte: 1 } },
+        { $inc: { credits: -1, [`${bucket}.calls`]: 1, [`${bucket}.credits`]: 1 }, $set: { updatedAt: new Date() }, $min: { usageOldestDay: day } },
+        { returnDocument: 'after', projection: { credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1 } },
+      ),
+    close: async () => {
+      await stream.close();
+      await client.close();
+    },
+  };
+}
 
 const server = new EmbeddedServer({ port: 0, host: '127.0.0.1', dbPath });
 const port = await server.listen();
-const client = await MongoClient.connect(`mongodb://127.0.0.1:${port}/`, { monitorCommands: true });
-const db = client.db('bench_update');
-await db.dropDatabase();
-const accounts = db.collection('accounts');
-// The gateway's accounts collection: mongoose's document shape and its one secondary index.
-await accounts.createIndex({ usageOldestDay: 1 }, { sparse: true });
-const now = new Date();
-const { insertedId: id } = await accounts.insertOne({ name: 'bench', credits: 1_000_000_000, ops: [], createdAt: now, updatedAt: now });
-const stream = accounts.watch();
-await stream.tryNext();
-
 // The commands exactly as the driver sends them (lsid, $db and all), captured once.
 const sent: Doc[] = [];
-client.on('commandStarted', (e: CommandStartedEvent) => {
+const charges = await setUp(`mongodb://127.0.0.1:${port}/`, (e) => {
   if (e.commandName === 'findAndModify') sent.push(e.command as Doc);
 });
-const day = new Date(`${now.toISOString().slice(0, 10)}T00:00:00.000Z`);
-const bucket = `usage.${now.toISOString().slice(0, 10).replace(/-/g, '')}_definitions_0123456789abcdef01234567`;
-const commands = {
-  plain: (): Promise<unknown> =>
-    accounts.findOneAndUpdate({ _id: id, credits: { $gte: 1 } }, { $inc: { credits: -1 }, $set: { updatedAt: new Date() } }, { returnDocument: 'after', projection: { credits: 1 } }),
-  metered: (): Promise<unknown> =>
-    accounts.findOneAndUpdate(
-      { _id: id as ObjectId, credits: { $gte: 1 } },
-      { $inc: { credits: -1, [`${bucket}.calls`]: 1, [`${bucket}.credits`]: 1 }, $set: { updatedAt: new Date() }, $min: { usageOldestDay: day } },
-      { returnDocument: 'after', projection: { credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1 } },
-    ),
-};
-await commands.plain();
-await commands.metered();
+await charges.plain();
+await charges.metered();
 const [plainCmd, meteredCmd] = sent;
-await stream.close();
-await client.close();
+await charges.close();
 
 /** One OP_MSG as the driver frames it (kind-0 body section only; the driver sends no sequences here). */
 function frame(body: Doc, requestId: number): Buffer {
@@ -110,3 +126,40 @@ for (const [name, xs] of Object.entries(figures)) {
 if (figures.plain && figures.metered) console.log(`metered − plain: ${(median(figures.metered) - median(figures.plain)).toFixed(1)} µs`);
 await server.close();
 if (dbPath) fs.rmSync(dbPath, { recursive: true, force: true });
+if (WIRE_OPS > 0) await overTheWire();
+
+async function overTheWire(): Promise<void> {
+  const cli = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src', 'cli.ts');
+  const child = spawn(process.execPath, ['--import', 'tsx/esm', cli, '--port=0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const uri = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /MONGODB_URI=(\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  const wire = await setUp(uri);
+  const concurrent = async (op: () => Promise<unknown>): Promise<number> => {
+    const cpu0 = cpuMicros(child.pid);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next++ < WIRE_OPS) await op();
+      }),
+    );
+    return (cpuMicros(child.pid) - cpu0) / WIRE_OPS;
+  };
+  const names = Object.keys(figures) as Array<keyof typeof messages>;
+  for (const name of names) await concurrent(wire[name]); // warm-up
+  const perOp: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let r = 0; r < ROUNDS; r++) for (const name of names) perOp[name].push(await concurrent(wire[name]));
+  console.log(`\nthe same over TCP, server in its own process, 16 connections, ${ROUNDS} rounds × ${WIRE_OPS}, load average ${os.loadavg()[0].toFixed(2)}`);
+  for (const [name, xs] of Object.entries(perOp)) {
+    console.log(`${name.padEnd(8)} ${median(xs).toFixed(0).padStart(6)} µs server CPU per command (median; rounds ${xs.map((x) => x.toFixed(0)).join(' ')})`);
+  }
+  if (perOp.plain && perOp.metered) console.log(`metered − plain: ${(median(perOp.metered) - median(perOp.plain)).toFixed(0)} µs`);
+  await wire.close();
+  child.kill('SIGTERM');
+}
