@@ -1,7 +1,8 @@
 // MongoDB wire protocol framing: OP_MSG (sections, document sequences, moreToCome, checksum) and the
 // legacy OP_QUERY/OP_REPLY pair that drivers still use for the first handshake.
 import { BSON } from 'bson';
-import { decodeBson, type Doc } from './bson-order.js';
+import { decodeDocument } from './bson-decode.js';
+import type { Doc } from './bson-order.js';
 
 export const OP_REPLY = 1;
 export const OP_QUERY = 2004;
@@ -23,7 +24,7 @@ function readCString(buf: Buffer, at: number): [string, number] {
 
 function readDoc(buf: Buffer, at: number): [Doc, number] {
   const len = buf.readInt32LE(at);
-  const doc = decodeBson(buf.subarray(at, at + len), { validation: { utf8: false } });
+  const doc = decodeDocument(buf.subarray(at, at + len));
   return [doc, at + len];
 }
 
