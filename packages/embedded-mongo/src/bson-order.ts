@@ -374,22 +374,6 @@ export function copyFields(doc: Doc): Doc {
   return out;
 }
 
-const measured = new WeakMap<Doc, number>();
-
-/**
- * The BSON size of a document that is, or is about to be, stored: measured once and kept beside it
- * (weakly, so a replaced document takes it along). Stored documents are never changed in place, so the
- * size measured when a write checks it serves its change event and collStats later.
- */
-export function documentBytes(doc: Doc): number {
-  let n = measured.get(doc);
-  if (n === undefined) {
-    n = BSON.calculateObjectSize(doc);
-    measured.set(doc, n);
-  }
-  return n;
-}
-
 /** Deep copy of plain objects and arrays; BSON values (immutable for us) are shared. */
 export function deepCopy<T>(v: T): T {
   if (v === null || typeof v !== 'object') return v;

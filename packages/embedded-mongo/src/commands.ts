@@ -3,7 +3,8 @@
 import { BSON, Long, ObjectId, type Timestamp } from 'bson';
 import { Aggregator } from 'mingo';
 import { parseWriteStage, runWriteStage } from './aggregate-writes.js';
-import { bsonText, canonicalKey, compareValues, deepCopy, documentBytes, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { bsonText, canonicalKey, compareValues, deepCopy, isPlainObject, toNumber, typeRank, type Doc, type StringCompare } from './bson-order.js';
+import { documentBytes } from './bson-size.js';
 import { planCollated } from './collated-pipeline.js';
 import { collatorFor, notWithCollation, type Collator } from './collation.js';
 import { indexNameFor, parseSort, type Collection, type IndexSpec } from './collection.js';

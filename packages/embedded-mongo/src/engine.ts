@@ -1,7 +1,8 @@
 // The storage engine: databases and collections, every mutation (journaled and published as a change
 // event), and the cursor registry. Commands run synchronously against it, so each command is atomic.
-import { BSON, Long, Timestamp, UUID } from 'bson';
-import { compareValues, documentBytes, type Doc } from './bson-order.js';
+import { Long, Timestamp, UUID } from 'bson';
+import { compareValues, type Doc } from './bson-order.js';
+import { bsonSize, documentBytes } from './bson-size.js';
 import { Collection, type IndexSpec } from './collection.js';
 import { MongoError } from './errors.js';
 import { Journal, type JournalRecord, type JournalStats } from './journal.js';
@@ -366,7 +367,7 @@ export class Engine {
     };
     // The fields it has (an absent one is undefined here), the full document's measured when its write
     // checked it rather than walked again.
-    event.bytes = BSON.calculateObjectSize(event, { ignoreUndefined: true }) + (e.fullDocument ? FULL_DOCUMENT_FIELD_BYTES + documentBytes(e.fullDocument) : 0);
+    event.bytes = bsonSize(event, true) + (e.fullDocument ? FULL_DOCUMENT_FIELD_BYTES + documentBytes(e.fullDocument) : 0);
     event.fullDocument = e.fullDocument;
     this.events.push(event);
     this.changelogBytes += event.bytes;

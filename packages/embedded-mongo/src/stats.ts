@@ -5,7 +5,8 @@
 // (mongod's would be WiredTiger's compressed file size). Documents are never changed in place, so each
 // one's size is measured once (see documentBytes), and so is each index entry's.
 import { BSON } from 'bson';
-import { documentBytes, type Doc } from './bson-order.js';
+import type { Doc } from './bson-order.js';
+import { documentBytes } from './bson-size.js';
 import type { Collection, Index } from './collection.js';
 import { MongoError } from './errors.js';
 import type { Entry } from './sorted-index.js';
