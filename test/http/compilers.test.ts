@@ -37,4 +37,16 @@ describe('route validation (zod)', () => {
     expect((await app.inject({ method: 'POST', url: '/h' })).statusCode).toBe(400);
     expect((await app.inject({ method: 'POST', url: '/h', headers: { 'x-tag': 'a' } })).statusCode).toBe(200);
   });
+
+  it('a body that is not an object (an array, a string) is still refused by the same loose schema', async () => {
+    const app = Fastify();
+    useZodSchemas(app);
+    app.post('/b', { schema: { body: optional } }, async () => ({ ok: true }));
+    await app.ready();
+    for (const payload of ['[]', '"text"']) {
+      const res = await app.inject({ method: 'POST', url: '/b', headers: { 'content-type': 'application/json' }, payload });
+      expect(res.statusCode, payload).toBe(400);
+    }
+    expect((await app.inject({ method: 'POST', url: '/b', headers: { 'content-type': 'application/json' }, payload: '{}' })).statusCode).toBe(200);
+  });
 });

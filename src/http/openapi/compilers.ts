@@ -27,7 +27,7 @@ const compileValidator: Compile = (route) => {
   const names = absentPassesAsIs(route.schema);
   if (!names) return parse;
   return (data: unknown) => {
-    if (data !== null && typeof data === 'object') {
+    if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
       let sent = false;
       for (const name of names) if ((data as Record<string, unknown>)[name] !== undefined) sent = true;
       if (!sent) return { value: data };
