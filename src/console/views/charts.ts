@@ -35,14 +35,16 @@ export function dailyBarChart(title: string, data: DailySeries): Html {
   const labels = data.days.map((d, i) =>
     i % labelEvery === 0 ? html`<text x="${(pad.left + i * slot + slot / 2).toFixed(1)}" y="${height - 8}" text-anchor="middle">${d.toISOString().slice(5, 10)}</text>` : '',
   );
+  // On a narrow screen the chart scrolls sideways inside .chart-scroll, which opens at its right end:
+  // the newest days first (see console.css).
   return html`<figure class="chart">
-  <svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${title}. Totals: ${summary}.">
+  <div class="chart-scroll"><svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${title}. Totals: ${summary}.">
     <line class="axis" x1="${pad.left}" y1="${height - pad.bottom}" x2="${width - pad.right}" y2="${height - pad.bottom}"></line>
     <text x="${pad.left - 6}" y="${pad.top + 4}" text-anchor="end">${max}</text>
     <text x="${pad.left - 6}" y="${height - pad.bottom}" text-anchor="end">0</text>
     ${bars}
     ${labels}
-  </svg>
+  </svg></div>
   <figcaption>${title} <span class="legend">${data.series.map((s) => html`<span class="key ${s.className}">${s.name}</span>`)}</span></figcaption>
 </figure>`;
 }
