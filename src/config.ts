@@ -144,6 +144,26 @@ const schema = z
     /** Lets webhooks go to loopback, private and link-local addresses: development and tests only. */
     WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
 
+    /** Stripe's secret API key (`sk_…`); unset: the Billing page shows balance and history only. */
+    STRIPE_SECRET_KEY: z.string().min(1).optional(),
+    /** The signing secret of the Stripe webhook endpoint (`whsec_…`) that posts to /api/stripe/webhook. */
+    STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+    /** Another address for Stripe's API (tests: the stand-in); Stripe's own when unset. */
+    STRIPE_API_BASE: url.optional(),
+    /** Credit packs on sale: `credits:price` pairs, the price in the currency's minor unit (cents). */
+    CREDIT_PACKS: z
+      .string()
+      .default('100:500,1000:4000')
+      .refine((s) => parseCreditPacks(s) !== null, 'must be comma-separated credits:price pairs of positive integers (each pack size once), e.g. 100:500,1000:4000'),
+    /** ISO currency of the packs' prices, lower case (Stripe's spelling). */
+    CREDIT_CURRENCY: z
+      .string()
+      .default('usd')
+      .transform((s) => s.toLowerCase())
+      .pipe(z.string().regex(/^[a-z]{3}$/, 'must be a three-letter ISO currency code')),
+    /** Automatic recharges per account and UTC day, at most. */
+    AUTO_RECHARGE_MAX_PER_DAY: int(3, 0, 100),
+
     GRAPHQL_INTROSPECTION: bool(true),
     GRAPHQL_MAX_DEPTH: int(8, 1),
     GRAPHQL_MAX_ALIASES: int(15, 0),
@@ -197,6 +217,24 @@ export function checkGatewayConfig(config: Config): void {
       'Invalid configuration:\n  PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
     );
   }
+}
+
+/** `100:500,1000:4000` → packs in the order given; null when malformed (or a pack size repeats). */
+export function parseCreditPacks(text: string): { credits: number; price: number }[] | null {
+  const packs = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
+    .map((p) => /^(\d{1,9}):(\d{1,9})$/.exec(p))
+    .map((m) => (m ? { credits: Number(m[1]), price: Number(m[2]) } : null));
+  if (packs.length === 0 || packs.some((p) => !p || p.credits <= 0 || p.price <= 0)) return null;
+  const sizes = new Set(packs.map((p) => p!.credits));
+  return sizes.size === packs.length ? (packs as { credits: number; price: number }[]) : null;
+}
+
+/** CREDIT_PACKS parsed (validated when the config was loaded). */
+export function creditPacks(config: Pick<Config, 'CREDIT_PACKS'>): { credits: number; price: number }[] {
+  return parseCreditPacks(config.CREDIT_PACKS) ?? [];
 }
 
 /** WEBHOOK_RETRY_SCHEDULE in milliseconds (validated when the config was loaded). */

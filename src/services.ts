@@ -52,6 +52,8 @@ import type { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { LowCreditsAlerts } from './domain/webhooks/low-credits.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
 import { UsageService } from './domain/usage/service.js';
+import { openBilling, type BillingModule } from './compose/billing.js';
+import { AgendaRechargeQueue } from './queue/billing-queue.js';
 
 export interface ConsoleServices {
   readonly users: UserService;
@@ -99,6 +101,8 @@ export interface Services {
   readonly idempotency: Idempotency;
   /** Webhook endpoints and deliveries (REST and the console). */
   readonly webhooks: WebhookEndpoints;
+  /** Buying credits: the Billing page, Stripe's webhook, automatic recharge. */
+  readonly billing: BillingModule;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -192,6 +196,15 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     webhookResolver: deps.webhookResolver,
   });
   late.alerts = imageJobs.webhooks.alerts;
+  const billing = await openBilling({
+    config,
+    connection,
+    credits,
+    audit: auditStore,
+    queue: new AgendaRechargeQueue(imageJobs.queue.agenda),
+    publishRechargeFailed: (accountId, event) => imageJobs.webhooks.publisher.publishRechargeFailed(accountId, event),
+    host,
+  });
   // Started lazily by the first subscriber: workers and the CLI build services too and never watch.
   const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
 
@@ -237,6 +250,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
     webhooks: imageJobs.webhooks.endpoints,
+    billing,
     async close() {
       stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.

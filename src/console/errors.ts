@@ -6,10 +6,15 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
 import { wantsJson } from './context.js';
-import { errorPage, sendHtml } from './render.js';
+import { continuePage, errorPage, sendHtml } from './render.js';
 
 export function consoleErrorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const e = translate(err, request);
+  if (e.code === 'not_signed_in' && !wantsJson(request) && arrivedCrossSite(request)) {
+    // A cross-site navigation (the return from Stripe Checkout, a link in an email) carries no
+    // SameSite=Strict cookie: continue same-site, where the browser sends it, instead of signing out.
+    return sendHtml(reply.code(200), continuePage(request.url));
+  }
   if (e.code === 'not_signed_in' && !wantsJson(request)) {
     const next = request.method === 'GET' && request.url !== '/console' ? `?next=${encodeURIComponent(request.url)}` : '';
     return reply.code(303).header('location', `/console/sign-in${next}`).send();
@@ -17,6 +22,12 @@ export function consoleErrorHandler(err: FastifyError, request: FastifyRequest, 
   reply.code(e.httpStatus).headers(errorHeaders(e));
   if (wantsJson(request)) return reply.type('application/json; charset=utf-8').send(errorBody(e, String(request.id)));
   return sendHtml(reply, errorPage(request, e));
+}
+
+/** A top-level GET navigation that came from another site. */
+function arrivedCrossSite(request: FastifyRequest): boolean {
+  const site = request.headers['sec-fetch-site'];
+  return request.method === 'GET' && (site === 'cross-site' || site === 'same-site') && request.headers['sec-fetch-mode'] === 'navigate';
 }
 
 export function consoleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -7,9 +7,22 @@ export function imageOriginSource(config: Pick<Config, 'PUBLIC_BASE_URL'>): stri
   return config.PUBLIC_BASE_URL ? ` ${new URL(config.PUBLIC_BASE_URL).origin}` : '';
 }
 
-export function consoleCsp(config: Pick<Config, 'PUBLIC_BASE_URL'>): string {
+export function consoleCsp(config: Pick<Config, 'PUBLIC_BASE_URL'>, formTargets = ''): string {
   const imageOrigin = imageOriginSource(config);
-  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:${imageOrigin}; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`;
+  return `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:${imageOrigin}; connect-src 'self'; form-action 'self'${formTargets}; frame-ancestors 'none'; base-uri 'none'`;
+}
+
+/** Stripe Checkout's hosted pages. */
+export const CHECKOUT_ORIGIN = 'https://checkout.stripe.com';
+
+/**
+ * The Billing page's policy: its pack forms are answered with a 303 to Checkout, and form-action also
+ * governs where a form's redirects may go: Checkout's origin (and STRIPE_API_BASE's, the tests'
+ * stand-in) is allowed there, on this page only.
+ */
+export function billingCsp(config: Pick<Config, 'PUBLIC_BASE_URL' | 'STRIPE_API_BASE'>): string {
+  const standIn = config.STRIPE_API_BASE ? ` ${new URL(config.STRIPE_API_BASE).origin}` : '';
+  return consoleCsp(config, ` ${CHECKOUT_ORIGIN}${standIn}`);
 }
 
 /** An onSend hook setting them on every console response (assets set their own cache-control). */

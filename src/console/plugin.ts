@@ -25,9 +25,10 @@ import type { Config } from '../config.js';
 import type { BaseUrlOf } from '../http/routes/types.js';
 import { consoleErrorHandler, consoleNotFound } from './errors.js';
 import { checkFormToken } from './form-token.js';
-import { consoleCsp, imageOriginSource, securityHeaders } from './headers.js';
+import { billingCsp, consoleCsp, imageOriginSource, securityHeaders } from './headers.js';
 import assetRoutes from './routes/assets.js';
 import auditRoutes from './routes/audit.js';
+import billingRoutes from './routes/billing.js';
 import explorerRoutes from './routes/explorer.js';
 import jobRoutes from './routes/jobs.js';
 import keyRoutes from './routes/keys.js';
@@ -73,6 +74,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobEvents: s.jobEvents, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
+      await scope.register(billingRoutes, { billing: s.billing, baseUrlOf, csp: billingCsp(config), host });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },

@@ -16,3 +16,14 @@ export function errorPage(request: FastifyRequest, e: AppError): Html {
     ? page({ path: '', email: request.consoleCaller.email, csrfToken: request.consoleCaller.csrfToken }, title, content)
     : bare(title, html`<div class="card narrow"><h1>${title}</h1>${content}</div>`);
 }
+
+/**
+ * The same address again, navigated from this page (a same-origin navigation, which carries the
+ * session cookie): a meta refresh, so it works without JavaScript, and a link as a fallback.
+ */
+export function continuePage(url: string): Html {
+  return bare(
+    'Continue',
+    html`<meta http-equiv="refresh" content="0;url=${url}"><div class="card narrow"><h1>Continue</h1><p><a href="${url}">Continue to the console</a></p></div>`,
+  );
+}

@@ -1,6 +1,6 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection, Document } from 'mongodb';
-import type { AccountRecord, AccountStore, ApplyResult } from '../domain/credits/records.js';
+import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult } from '../domain/credits/records.js';
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageBucket } from './models/usage.js';
@@ -39,12 +39,12 @@ export class MongoAccountStore implements AccountStore {
     return (await this.collection.findOne({}, { projection: { _id: 1 } })) === null;
   }
 
-  async apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount): Promise<ApplyResult> {
+  async apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts: ApplyOptions = {}): Promise<ApplyResult> {
     const _id = toObjectId(accountId);
     if (!_id) return { kind: 'unknown_account' };
     const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ...unseen(opId) };
     // The guard: a charge only matches while the balance covers it, so it can never go below zero.
-    if (delta < 0) filter.credits = { $gte: -delta };
+    if (delta < 0 && !opts.mayGoNegative) filter.credits = { $gte: -delta };
     const inc: Record<string, number> = { credits: delta };
     const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
     if (opId !== null) update.$push = remember(opId);

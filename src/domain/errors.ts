@@ -86,6 +86,19 @@ export const ERROR_CATALOG = {
     message: 'Invalid or expired image URL',
     retryable: false,
   },
+  invalid_stripe_signature: {
+    httpStatus: 400,
+    graphqlCode: 'BAD_USER_INPUT',
+    message: 'Missing, invalid or expired Stripe-Signature',
+    retryable: false,
+  },
+  payments_disabled: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Buying credits is not enabled on this server', retryable: false },
+  purchase_not_recorded: {
+    httpStatus: 409,
+    graphqlCode: 'CONFLICT',
+    message: 'The payment this event refers to is not recorded yet; retry later',
+    retryable: true,
+  },
   malformed_request: {
     httpStatus: 400,
     graphqlCode: 'BAD_USER_INPUT',

@@ -56,6 +56,7 @@ import healthRoutes from './routes/health.js';
 import imageRoutes from './routes/images.js';
 import rootRoutes from './routes/root.js';
 import webhookRoutes from './routes/webhooks.js';
+import stripeWebhookRoutes from './routes/stripe-webhook.js';
 
 export interface BuildAppOptions {
   config: Config;
@@ -149,6 +150,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   await app.register(rootRoutes, {});
   await app.register(clientTokenRoutes, { tokens: services.clientTokens });
   await app.register(webhookRoutes, { webhooks: services.webhooks, baseUrlOf });
+  const { billing } = services;
+  await app.register(stripeWebhookRoutes, { stripe: billing.verify ? { verify: billing.verify, fulfilment: billing.fulfilment } : null });
   if (serves(config, 'definitions')) {
     await app.register(definitionRoutes, { definitions: sellable.definitions, idempotency: services.idempotency, maxKeywordLength: config.MAX_KEYWORD_LENGTH });
   }
@@ -185,6 +188,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       signIn: services.console.signIn,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
+      billing: services.billing.service,
     },
     baseUrlOf,
   });

@@ -28,13 +28,13 @@ export class MemoryAccountStore implements AccountStore {
   async isEmpty() {
     return this.accounts.size === 0;
   }
-  async apply(id: string, delta: number, opId: string | null, usage?: UsageCount): Promise<ApplyResult> {
+  async apply(id: string, delta: number, opId: string | null, usage?: UsageCount, opts: { mayGoNegative?: boolean } = {}): Promise<ApplyResult> {
     this.applyCalls++;
     const a = this.accounts.get(id);
     if (!a) return { kind: 'unknown_account' };
     if (opId !== null && a.ops.includes(opId)) return { kind: 'already_applied', balance: a.credits };
     if (opId !== null && a.ops.includes(`void:${opId}`)) return { kind: 'voided', balance: a.credits };
-    if (a.credits + delta < 0) return { kind: 'insufficient', balance: a.credits };
+    if (a.credits + delta < 0 && !opts.mayGoNegative) return { kind: 'insufficient', balance: a.credits };
     a.credits += delta;
     if (opId !== null) a.ops = [...a.ops, opId].slice(-1000);
     if (usage) {

@@ -9,6 +9,7 @@ import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
 import type { JobEvents } from '../../queue/job-events.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
+import type { BillingService } from '../../domain/billing/service.js';
 
 /** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
 export interface ConsoleServices {
@@ -23,6 +24,7 @@ export interface ConsoleServices {
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
+  billing: Pick<BillingService, 'overview' | 'startCheckout' | 'saveAutoRecharge'>;
   webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 

@@ -109,7 +109,7 @@ export function webhooksPage(ctx: PageContext, data: WebhooksPageData): Html {
   return page(
     ctx,
     'Webhooks',
-    html`<p class="lead">Endpoints receive <code>job.completed</code>, <code>job.failed</code>, <code>job.canceled</code> and <code>credits.low</code> as signed POST requests (Standard Webhooks). Failed deliveries are retried for about three days.</p>
+    html`<p class="lead">Endpoints receive <code>job.completed</code>, <code>job.failed</code>, <code>job.canceled</code>, <code>credits.low</code> and <code>credits.recharge_failed</code> as signed POST requests (Standard Webhooks). Failed deliveries are retried for about three days.</p>
 ${data.created ? createdPanel(data.created) : ''}
 ${addForm(ctx, data)}
 <h2>Endpoints</h2>

@@ -27,6 +27,16 @@ export interface AccountDoc {
   lowCreditsDisarmed?: boolean;
   /** A `credits.low` event written with the disarming, until it is published. */
   lowCreditsEvent?: { eventId: string; credits: number; threshold: number; at: Date } | null;
+  /** Billing (issue 25): the account's one Stripe customer, set once by a guarded update. */
+  stripeCustomerId?: string;
+  /** A Checkout payment saved a card on that customer. */
+  cardSaved?: boolean;
+  autoRecharge?: { enabled: boolean; threshold: number; credits: number };
+  rechargeFailure?: { at: Date; reason: string } | null;
+  /** The one automatic recharge in flight (its trigger id), until granted or failed. */
+  rechargeInFlight?: { id: string; at: Date } | null;
+  /** Automatic recharges started per UTC day (`YYYY-MM-DD` → count). */
+  rechargeCounts?: Record<string, number>;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -53,12 +63,19 @@ const accountSchema = new Schema<AccountDoc>(
     lowCreditsThreshold: { type: Number },
     lowCreditsDisarmed: { type: Boolean },
     lowCreditsEvent: { type: Schema.Types.Mixed },
+    stripeCustomerId: { type: String },
+    cardSaved: { type: Boolean },
+    autoRecharge: { type: Schema.Types.Mixed },
+    rechargeFailure: { type: Schema.Types.Mixed },
+    rechargeInFlight: { type: Schema.Types.Mixed },
+    rechargeCounts: { type: Schema.Types.Mixed },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },
   { collection: 'accounts', versionKey: false },
 );
 accountSchema.index({ usageOldestDay: 1 }, { sparse: true });
+accountSchema.index({ 'rechargeInFlight.at': 1 }, { sparse: true });
 
 export function accountModel(connection: Connection): Model<AccountDoc> {
   return (connection.models.Account as Model<AccountDoc> | undefined) ?? connection.model<AccountDoc>('Account', accountSchema);

@@ -23,6 +23,11 @@ export type ApplyResult =
   | { kind: 'insufficient'; balance: number }
   | { kind: 'unknown_account' };
 
+export interface ApplyOptions {
+  /** A negative delta applies even past zero (the credits of a refunded payment are taken back whole). */
+  mayGoNegative?: boolean;
+}
+
 export interface AccountStore {
   create(name: string, credits: number, now: Date): Promise<AccountRecord>;
   find(accountId: string): Promise<AccountRecord | null>;
@@ -36,7 +41,7 @@ export interface AccountStore {
    * `usage` is counted in the same update (so only when the change applies, and once per op id): a
    * negative delta counts one call and its credits, a positive one refunded credits. Grants pass none.
    */
-  apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount): Promise<ApplyResult>;
+  apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts?: ApplyOptions): Promise<ApplyResult>;
   /** Records `opId` without a balance change so it can never apply later; tells whether it already had. */
   voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'>;
   /**

@@ -109,6 +109,26 @@ export class CreditService implements CreditBalances {
   }
 
   /**
+   * Credits paid for (a Checkout Session, an automatic recharge): once per opId, however often the
+   * payment's events arrive, audited `credits.purchased`. Like a grant, the op id stays recorded.
+   */
+  async purchase(accountId: string, amount: number, opId: string, details: Record<string, unknown>, actor: AuditActor): Promise<number> {
+    assertPositive(amount);
+    const result = await this.deps.accounts.apply(accountId, amount, opId);
+    return this.audited(result, 'credits.purchased', accountId, amount, opId, details, actor);
+  }
+
+  /**
+   * Takes back the credits of a refunded payment, once per opId (one per refund), audited
+   * `credits.payment_refunded`. The balance may go below zero: charges get 402 until it is positive.
+   */
+  async takeBack(accountId: string, amount: number, opId: string, details: Record<string, unknown>, actor: AuditActor): Promise<number> {
+    assertPositive(amount);
+    const result = await this.deps.accounts.apply(accountId, -amount, opId, undefined, { mayGoNegative: true });
+    return this.audited(result, 'credits.payment_refunded', accountId, amount, opId, details, actor);
+  }
+
+  /**
    * Makes sure `opId` can never apply from now on. 'already_applied' means it did (for a charge: the
    * credits were taken). Used to settle an operation whose outcome a crash left unknown.
    */
@@ -134,7 +154,7 @@ export class CreditService implements CreditBalances {
 
   private async audited(
     result: ApplyResult,
-    event: 'credits.granted' | 'credits.refunded',
+    event: 'credits.granted' | 'credits.refunded' | 'credits.purchased' | 'credits.payment_refunded',
     accountId: string,
     amount: number,
     opId: string | null,

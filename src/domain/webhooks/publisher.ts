@@ -56,6 +56,14 @@ export class WebhookPublisher {
     await this.deps.lowCredits.markPublished(accountId, event.eventId);
   }
 
+  /** `credits.recharge_failed`: one event per failed recharge trigger, however often its failure is retried. */
+  async publishRechargeFailed(accountId: string, failure: { triggerId: string; credits: number; amount: number; currency: string; reason: string; at: Date }): Promise<void> {
+    const eventId = derivedEventId(`recharge_failed:${failure.triggerId}`);
+    const { credits, amount, currency, reason } = failure;
+    const body = { type: 'credits.recharge_failed', timestamp: failure.at.toISOString(), data: { credits, amount, currency, reason } };
+    await this.fanOut(accountId, 'credits.recharge_failed', eventId, () => body);
+  }
+
   private async fanOut(accountId: string, type: WebhookEventType, eventId: string, bodyFor: (endpoint: EndpointRecord) => object): Promise<void> {
     const subscribers = await this.deps.endpoints.subscribers(accountId, type);
     const now = this.now();

@@ -1,0 +1,100 @@
+import { AppError, UnreachableCaseError } from '../errors.js';
+import type { AuditActor } from '../audit/types.js';
+import type { CreditService } from '../credits/service.js';
+import type { BillingAccountStore, PaymentEvent, PaymentProvider, PurchaseStore } from './ports.js';
+import type { PaidPurchase, PurchaseRecord } from './types.js';
+
+export interface FulfilmentDeps {
+  purchases: PurchaseStore;
+  accounts: Pick<BillingAccountStore, 'markCardSaved' | 'finishRecharge'>;
+  credits: Pick<CreditService, 'purchase' | 'takeBack'>;
+  /** Null when Stripe is not configured (nothing can then be refunded through it either). */
+  provider: Pick<PaymentProvider, 'refundsOf' | 'accountOfPaymentIntent'> | null;
+  host: string;
+  now?: () => Date;
+}
+
+export type FulfilmentOutcome = 'granted' | 'already_granted' | 'refunds_taken_back' | 'ignored';
+
+/** The balance operation of a purchase: recorded on the account, so it applies once. */
+export const purchaseOpId = (purchaseId: string) => `purchase:${purchaseId}`;
+const refundOpId = (refundId: string) => `refund:${refundId}`;
+
+/**
+ * Turns verified payment events into credits, exactly once, without transactions. Three writes, each
+ * safe to repeat, in an order where a crash between any two leaves something the next delivery (or the
+ * sweep) finishes:
+ *  1. the purchase record, unique by session or PaymentIntent id (`pending`);
+ *  2. the balance change, keyed by the purchase (the account records its op id: a repeat is a no-op),
+ *     with its `credits.purchased` audit entry (one per op id);
+ *  3. the record's guarded `pending → granted`.
+ * The answer to Stripe waits for all three, so a 2xx means the credits are durable.
+ */
+export class PurchaseFulfilment {
+  private readonly now: () => Date;
+  private readonly actor: AuditActor;
+
+  constructor(private readonly deps: FulfilmentDeps) {
+    this.now = deps.now ?? (() => new Date());
+    this.actor = { actor: 'stripe', ip: null, host: deps.host };
+  }
+
+  async handle(event: PaymentEvent): Promise<FulfilmentOutcome> {
+    switch (event.kind) {
+      case 'paid':
+        return this.fulfil(event.purchase);
+      case 'refunded':
+        return this.refunded(event.chargeId, event.paymentIntentId);
+      case 'ignored':
+        return 'ignored';
+      default:
+        throw new UnreachableCaseError(event);
+    }
+  }
+
+  /** Grants a paid purchase's credits once, however often and from wherever it is reported. */
+  async fulfil(paid: PaidPurchase): Promise<'granted' | 'already_granted'> {
+    const record = await this.deps.purchases.record(paid, this.now());
+    if (record.state === 'granted') return 'already_granted';
+    await this.finish(record);
+    return 'granted';
+  }
+
+  /** Finishes purchases a crash left pending (recorded before `before`). */
+  async sweep(before: Date, limit = 100): Promise<number> {
+    const pending = await this.deps.purchases.pending(before, limit);
+    for (const record of pending) await this.finish(record);
+    return pending.length;
+  }
+
+  private async finish(record: PurchaseRecord): Promise<void> {
+    // The record's own values (the first report's), never a later event's: the grant cannot differ between retries.
+    const details = { purchaseId: record.id, kind: record.kind, credits: record.credits, amount: record.amount, currency: record.currency };
+    await this.deps.credits.purchase(record.accountId, record.credits, purchaseOpId(record.id), details, this.actor);
+    await this.deps.purchases.markGranted(record.id, this.now());
+    if (record.kind === 'checkout') await this.deps.accounts.markCardSaved(record.accountId);
+    else if (record.triggerId) await this.deps.accounts.finishRecharge(record.accountId, record.triggerId);
+  }
+
+  /** `charge.refunded`: each refund of the charge takes back its share of the purchase's credits, once. */
+  private async refunded(chargeId: string, paymentIntentId: string): Promise<FulfilmentOutcome> {
+    const { provider } = this.deps;
+    if (!provider) return 'ignored';
+    const purchase = await this.deps.purchases.findByPaymentIntent(paymentIntentId);
+    if (!purchase) {
+      // One of ours whose payment event has not arrived yet: Stripe retries a non-2xx later.
+      if (await provider.accountOfPaymentIntent(paymentIntentId)) throw new AppError('purchase_not_recorded');
+      return 'ignored';
+    }
+    // A refund of a purchase a crash left half-done: its credits are granted first, then taken back.
+    if (purchase.state === 'pending') await this.finish(purchase);
+    for (const refund of await provider.refundsOf(chargeId)) {
+      const credits = Math.min(purchase.credits, Math.round((purchase.credits * refund.amount) / purchase.amount));
+      if (credits <= 0) continue;
+      const details = { purchaseId: purchase.id, refundId: refund.id, amount: refund.amount, currency: purchase.currency, credits };
+      await this.deps.credits.takeBack(purchase.accountId, credits, refundOpId(refund.id), details, this.actor);
+      await this.deps.purchases.addRefund(purchase.id, { id: refund.id, amount: refund.amount, credits, at: this.now() });
+    }
+    return 'refunds_taken_back';
+  }
+}

@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import type { AuditStore } from '../audit/types.js';
+import type { PurchaseFulfilment } from './fulfilment.js';
+import type { BillingAccountStore, PaymentProvider, RechargeQueue } from './ports.js';
+import type { Catalog } from './types.js';
+
+/** What a balance update read about auto-recharge with it: the threshold when a recharge may start, else null. */
+export type RechargeState = { threshold: number } | null;
+
+/** `credits.recharge_failed` as the webhooks publish it. */
+export interface RechargeFailedEvent {
+  /** Derived from the trigger: every retry of one failure publishes one event. */
+  triggerId: string;
+  credits: number;
+  amount: number;
+  currency: string;
+  reason: string;
+  at: Date;
+}
+
+export interface AutoRechargeDeps {
+  accounts: BillingAccountStore;
+  queue: RechargeQueue;
+  provider: Pick<PaymentProvider, 'chargeSavedCard'> | null;
+  fulfilment: Pick<PurchaseFulfilment, 'fulfil'>;
+  catalog: Catalog;
+  maxPerDay: number;
+  audit: Pick<AuditStore, 'record'>;
+  /** Publishes the webhook event `credits.recharge_failed` (idempotent by trigger id). */
+  publishFailure: (accountId: string, event: RechargeFailedEvent) => Promise<void>;
+  host: string;
+  now?: () => Date;
+}
+
+export type RechargeOutcome = 'charged' | 'failed' | 'stale';
+
+/**
+ * Automatic recharge. A charge that leaves the balance below the account's threshold claims the one
+ * recharge slot (a guarded marker on the account, counted per UTC day) and queues it; the request does
+ * nothing else. A worker then charges the saved card off-session with the trigger's id as Stripe's
+ * idempotency key (a retry finds the same PaymentIntent) and grants the pack through the same
+ * exactly-once fulfilment as `payment_intent.succeeded`; a decline turns auto-recharge off.
+ */
+export class AutoRecharge {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: AutoRechargeDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  /** After an applied balance change: nothing to do (almost always) is decided without a promise. */
+  observe(accountId: string, balance: number, state: RechargeState | undefined): Promise<void> | undefined {
+    if (state === null || (state && balance >= state.threshold) || !this.deps.provider || this.deps.maxPerDay === 0) return undefined;
+    return this.trigger(accountId, balance);
+  }
+
+  private async trigger(accountId: string, balance: number): Promise<void> {
+    const at = this.now();
+    const id = `rch_${randomBytes(12).toString('hex')}`;
+    const claimed = await this.deps.accounts.claimRecharge(accountId, balance, { id, at, day: at.toISOString().slice(0, 10), maxPerDay: this.deps.maxPerDay });
+    // Lost if this process dies here: the marker stays, and the sweep queues it again.
+    if (claimed) await this.deps.queue.enqueue(accountId, id);
+  }
+
+  /** The worker's part: charge the saved card for the chosen pack, then grant or give up. */
+  async run(accountId: string, triggerId: string): Promise<RechargeOutcome> {
+    const account = await this.deps.accounts.get(accountId);
+    if (!account?.rechargeInFlight || account.rechargeInFlight.id !== triggerId) return 'stale';
+    const { provider, catalog } = this.deps;
+    const credits = account.rechargeInFlight.credits;
+    const pack = catalog.packs.find((p) => p.credits === credits);
+    const failure = { triggerId, credits, amount: pack?.price ?? 0, currency: catalog.currency };
+    if (!provider || !pack) return this.fail(accountId, { ...failure, reason: 'the chosen pack is no longer on sale' });
+    if (!account.customerId || !account.cardSaved) return this.fail(accountId, { ...failure, reason: 'no saved card' });
+    const outcome = await provider.chargeSavedCard({ customerId: account.customerId, accountId, credits, amount: pack.price, currency: catalog.currency, triggerId });
+    if (!outcome.ok) return this.fail(accountId, { ...failure, reason: outcome.reason });
+    await this.deps.fulfilment.fulfil({
+      id: outcome.paymentIntentId,
+      kind: 'auto_recharge',
+      accountId,
+      credits,
+      amount: pack.price,
+      currency: catalog.currency,
+      paymentIntentId: outcome.paymentIntentId,
+      triggerId,
+    });
+    return 'charged';
+  }
+
+  /** Recharges whose queue entry or grant a crash lost, queued again (the idempotency key makes that safe). */
+  async sweep(before: Date, limit = 100): Promise<number> {
+    const stale = await this.deps.accounts.staleRecharges(before, limit);
+    for (const r of stale) await this.deps.queue.enqueue(r.accountId, r.triggerId);
+    return stale.length;
+  }
+
+  private async fail(accountId: string, failure: Omit<RechargeFailedEvent, 'at'>): Promise<'failed'> {
+    const at = this.now();
+    // Audit and event first (each once per trigger), the marker last: a crash in between is retried whole.
+    const actor = { actor: 'worker', ip: null, host: this.deps.host };
+    await this.deps.audit.record({ ...actor, event: 'credits.recharge_failed', accountId, amount: failure.credits, opId: failure.triggerId, details: { ...failure } }, at);
+    await this.deps.publishFailure(accountId, { ...failure, at });
+    await this.deps.accounts.failRecharge(accountId, failure.triggerId, failure.reason, at);
+    return 'failed';
+  }
+}
