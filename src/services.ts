@@ -29,6 +29,9 @@ import { Idempotency } from './domain/idempotency/service.js';
 import { SessionService } from './domain/console/sessions.js';
 import { SignInService } from './domain/console/signin.js';
 import { UserService } from './domain/console/users.js';
+import { MemberSessions } from './domain/team/callers.js';
+import { TeamService } from './domain/team/members.js';
+import { MongoTeamStore } from './data/team.js';
 import { CreditService } from './domain/credits/service.js';
 import { LayeredDefinitionCache } from './domain/definitions/cache.js';
 import { DefinitionLookup } from './domain/definitions/service.js';
@@ -59,6 +62,10 @@ export interface ConsoleServices {
   readonly users: UserService;
   readonly sessions: SessionService;
   readonly signIn: SignInService;
+  /** Members, roles, the last-owner rule and the two-factor requirement of an account. */
+  readonly team: TeamService;
+  /** Every console request's session and the caller's role in its current account (the edge asks it). */
+  readonly callers: MemberSessions;
 }
 
 export interface Services {
@@ -213,10 +220,14 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     sessions: sessionStore,
     limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
   });
+  const teamStore = new MongoTeamStore(connection);
+  const team = new TeamService({ memberships: teamStore, accounts: teamStore, endSessions: (userId, accountId) => sessions.endForMember(userId, accountId), audit: auditStore });
   const consoleServices: ConsoleServices = {
-    users: new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore }),
+    users: new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team }),
     sessions,
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+    team,
+    callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });

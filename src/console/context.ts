@@ -14,7 +14,7 @@ export function callerOf(request: FastifyRequest): ConsoleCaller {
 /** The layout's context: who is signed in, their form token, and the path that marks the nav link. */
 export function pageContext(request: FastifyRequest, path?: string): PageContext {
   const caller = callerOf(request);
-  return { path: path ?? request.routeOptions.url ?? request.url, email: caller.email, csrfToken: caller.csrfToken };
+  return { path: path ?? request.routeOptions.url ?? request.url, email: caller.email, csrfToken: caller.csrfToken, role: caller.role };
 }
 
 export function clientMeta(request: FastifyRequest): ClientMeta {

@@ -5,7 +5,10 @@ import type { BaseUrlOf } from '../../http/routes/types.js';
 import { actorOf, callerOf, pageContext, wantsJson } from '../context.js';
 import { sendHtml } from '../render.js';
 import { billingPage, type BillingPageData } from '../views/billing.js';
-import { SESSION, type ConsoleRoute } from './types.js';
+import { needs, type ConsoleRoute } from './types.js';
+
+/** The Billing page is for owners and admins: one check, the role table's (the edge refuses others with 403). */
+const BILLING = needs('billing.manage');
 
 export interface BillingRouteDeps {
   billing: Pick<BillingService, 'overview' | 'startCheckout' | 'saveAutoRecharge'>;
@@ -26,12 +29,12 @@ const billingRoutes: ConsoleRoute<BillingRouteDeps> = async (app, deps) => {
     return sendHtml(reply.header('content-security-policy', deps.csp), billingPage(pageContext(request, '/console/billing'), { ...overview, ...extra }));
   };
 
-  app.get<{ Querystring: { checkout?: string; saved?: string } }>('/billing', SESSION, async (request, reply) => {
+  app.get<{ Querystring: { checkout?: string; saved?: string } }>('/billing', BILLING, async (request, reply) => {
     const { checkout, saved } = request.query ?? {};
     return render(request, reply, { checkout: checkout === 'success' || checkout === 'canceled' ? checkout : undefined, saved: saved === '1' });
   });
 
-  app.post<{ Body: Form }>('/billing/checkout', SESSION, async (request, reply) => {
+  app.post<{ Body: Form }>('/billing/checkout', BILLING, async (request, reply) => {
     const accountId = accountOf(request);
     const back = `${deps.baseUrlOf(request)}/console/billing`;
     try {
@@ -44,7 +47,7 @@ const billingRoutes: ConsoleRoute<BillingRouteDeps> = async (app, deps) => {
     }
   });
 
-  app.post<{ Body: Form }>('/billing/auto-recharge', SESSION, async (request, reply) => {
+  app.post<{ Body: Form }>('/billing/auto-recharge', BILLING, async (request, reply) => {
     const accountId = accountOf(request);
     const input = { enabled: request.body?.enabled, threshold: request.body?.threshold, credits: request.body?.pack };
     try {

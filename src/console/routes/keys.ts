@@ -3,7 +3,7 @@ import { AppError, isAppError } from '../../domain/errors.js';
 import { actorOf, callerOf, pageContext, wantsJson } from '../context.js';
 import { sendHtml } from '../render.js';
 import { confirmDeletePage, keysPage } from '../views/keys.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 /** API keys: list, create (the key shown once), confirm and delete; changes audited from `host`. */
 const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> = async (app, { keys, host }) => {
@@ -11,7 +11,7 @@ const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> 
 
   app.get('/keys', SESSION, async (request, reply) => sendHtml(reply, keysPage(pageContext(request), await activeKeys(request))));
 
-  app.post<{ Body: { name?: unknown } }>('/keys', SESSION, async (request, reply) => {
+  app.post<{ Body: { name?: unknown } }>('/keys', needs('keys.manage'), async (request, reply) => {
     const caller = callerOf(request);
     try {
       const created = await keys.create(caller.principal.accountId, request.body?.name, actorOf(request, host));
@@ -24,13 +24,13 @@ const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> 
     }
   });
 
-  app.get<{ Params: { id: string } }>('/keys/:id/delete', SESSION, async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/keys/:id/delete', needs('keys.manage'), async (request, reply) => {
     const key = (await activeKeys(request)).find((k) => k.id === request.params.id);
     if (!key) throw new AppError('route_not_found');
     return sendHtml(reply, confirmDeletePage(pageContext(request, '/console/keys'), key));
   });
 
-  app.post<{ Params: { id: string } }>('/keys/:id/delete', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/keys/:id/delete', needs('keys.manage'), async (request, reply) => {
     const deleted = await keys.delete(request.params.id, actorOf(request, host), callerOf(request).principal.accountId);
     if (wantsJson(request)) return reply.send(deleted);
     return reply.code(303).header('location', '/console/keys').send();

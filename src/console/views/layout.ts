@@ -1,6 +1,7 @@
+import { can, type Action, type Role } from '../../domain/team/permissions.js';
 import { html, type Html } from '../html.js';
 
-export const NAV = [
+export const NAV: readonly { href: string; label: string; needs?: Action }[] = [
   { href: '/console', label: 'Overview' },
   { href: '/console/keys', label: 'API keys' },
   { href: '/console/usage', label: 'Usage' },
@@ -10,14 +11,16 @@ export const NAV = [
   { href: '/console/sessions', label: 'Sessions' },
   { href: '/console/explorer', label: 'Explorer' },
   { href: '/console/webhooks', label: 'Webhooks' },
-  { href: '/console/billing', label: 'Billing' },
-] as const;
+  { href: '/console/billing', label: 'Billing', needs: 'billing.manage' },
+];
 
 export interface PageContext {
   /** The current path, to mark the navigation link. */
   path: string;
   email: string;
   csrfToken: string;
+  /** The caller's role: links to what it may not use are not shown. */
+  role?: Role;
 }
 
 /** Hidden synchronizer token for forms (used only by clients that send neither Sec-Fetch-Site nor Origin). */
@@ -47,7 +50,7 @@ export function topBar(ctx: PageContext): Html {
   <a class="brand" href="/console">credit-gateway</a>
   <nav aria-label="Console">
     <ul>
-      ${NAV.map((item) => html`<li><a href="${item.href}"${item.href === ctx.path ? html` aria-current="page"` : ''}>${item.label}</a></li>`)}
+      ${NAV.filter((item) => !item.needs || !ctx.role || can(ctx.role, item.needs)).map((item) => html`<li><a href="${item.href}"${item.href === ctx.path ? html` aria-current="page"` : ''}>${item.label}</a></li>`)}
     </ul>
   </nav>
   <form class="signout" method="post" action="/console/sign-out">

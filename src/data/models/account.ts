@@ -37,6 +37,13 @@ export interface AccountDoc {
   rechargeInFlight?: { id: string; at: Date } | null;
   /** Automatic recharges started per UTC day (`YYYY-MM-DD` → count). */
   rechargeCounts?: Record<string, number>;
+  /**
+   * Owners of the account as the last-owner rule counts them (src/domain/team/ports.ts): absent until
+   * the first change to the team, then started from the users.
+   */
+  ownerCount?: number;
+  /** An owner requires two-factor authentication of every member. */
+  require2fa?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -69,6 +76,8 @@ const accountSchema = new Schema<AccountDoc>(
     rechargeFailure: { type: Schema.Types.Mixed },
     rechargeInFlight: { type: Schema.Types.Mixed },
     rechargeCounts: { type: Schema.Types.Mixed },
+    ownerCount: { type: Number },
+    require2fa: { type: Boolean },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },

@@ -16,6 +16,13 @@ export const AUDIT_EVENTS = [
   'console.signed_out',
   'console.session_ended',
   'client_token.created',
+  'member.invited',
+  'member.invitation_revoked',
+  'member.joined',
+  'member.removed',
+  'member.role_changed',
+  'member.left',
+  'account.2fa_requirement_changed',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 
