@@ -17,6 +17,7 @@ const PUBLIC = new Map<string, string>([
   ['GET /readyz', 'readiness probe'],
   ['OPTIONS /graphql', 'CORS preflight (carries no credential; the answer to the request decides who may read it)'],
   ['GET /api/playground/images/:jobId/images/:index', 'the signed URL is the authority'],
+  ['POST /api/stripe/webhook', "Stripe's events: the Stripe-Signature over the raw body is the authority (test/billing/stripe-webhook.test.ts)"],
   ['GET /console/assets/:file', 'stylesheet and script'],
   ['GET /console/sign-in', 'the sign-in form'],
   ['POST /console/sign-in', 'signing in'],
