@@ -36,7 +36,7 @@ const JOB_ID = "The job's id (`Job.id`, the same as `jobId`). An unknown or malf
 
 @Resolver()
 export class JobResolver {
-  @Authorized('generate')
+  @Authorized()
   @Mutation(() => GenerateResultType, {
     description: 'Starts an image job: one image and one credit per prompt, charged at once (INSUFFICIENT_CREDITS and nothing charged when the balance is short).',
   })
@@ -51,7 +51,7 @@ export class JobResolver {
     return value;
   }
 
-  @Authorized('generate')
+  @Authorized()
   @Mutation(() => JobType, {
     description:
       "Cancels one of the caller's jobs and returns it: images not yet started are canceled and refunded at once, a running image finishes " +
@@ -62,7 +62,7 @@ export class JobResolver {
     return ctx.services.jobs.cancel(ctx.principal, id, ctx.urls);
   }
 
-  @Authorized('read')
+  @Authorized()
   @Query(() => JobType, { description: "One of the caller's jobs; NOT_FOUND for an unknown id or another account's job." })
   async job(@Arg('id', () => ID, { description: JOB_ID }) id: string, @Ctx() ctx: GraphQLContext): Promise<JobView> {
     const job = await ctx.loaders.jobs.load(id);
@@ -70,7 +70,7 @@ export class JobResolver {
     return job;
   }
 
-  @Authorized('read')
+  @Authorized()
   @Query(() => JobConnectionType, { description: "The caller's jobs, newest first." })
   async jobs(
     @Arg('first', () => Int, {
@@ -89,7 +89,7 @@ export class JobResolver {
     return { nodes: page.items, pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: page.nextCursor } };
   }
 
-  @Authorized('read')
+  @Authorized()
   @Subscription(() => JobType, {
     description: 'The job now, then on every change; completes after completed, failed or canceled. NOT_FOUND (job_not_found) as `job(id:)`.',
     subscribe: ({ args, context }) => watchJob(context as GraphQLContext, String(args.jobId)),
@@ -121,7 +121,7 @@ export class GenerateResultResolver {
 
 @Resolver()
 export class DefinitionResolver {
-  @Authorized('lookup')
+  @Authorized()
   @Mutation(() => LookupResultType, { description: 'Looks a keyword up for one credit (a provider failure is BAD_GATEWAY or SERVICE_UNAVAILABLE and is not charged).' })
   async lookup(
     @Arg('keyword', () => String, { description: KEYWORD }) keyword: string,
@@ -136,7 +136,7 @@ export class DefinitionResolver {
 
 @Resolver(() => AccountType)
 export class AccountResolver {
-  @Authorized('read')
+  @Authorized()
   @Query(() => AccountType, { description: "The caller's account." })
   me(@Ctx() ctx: GraphQLContext): AccountType {
     return { id: ctx.principal.accountId };
