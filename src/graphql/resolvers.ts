@@ -1,7 +1,7 @@
 import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { loadConfig } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import type { IdempotentAttempt } from '../domain/idempotency/service.js';
+import { answerOf, type IdempotentAttempt } from '../domain/idempotency/service.js';
 import { MAX_PAGE_SIZE } from '../domain/jobs/service.js';
 import type { JobCreated, JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
@@ -45,10 +45,11 @@ export class JobResolver {
     @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<JobCreated> {
-    const { value } = await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, (attempt: IdempotentAttempt | null) =>
-      ctx.services.jobs.create(ctx.principal, prompts, attempt),
+    return answerOf(
+      await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, (attempt: IdempotentAttempt | null) =>
+        ctx.services.jobs.create(ctx.principal, prompts, attempt),
+      ),
     );
-    return value;
   }
 
   @Authorized()
@@ -129,8 +130,7 @@ export class DefinitionResolver {
     @Ctx() ctx: GraphQLContext,
   ): Promise<LookupResultType> {
     // The work as an inline arrow, not a named const: tsx keeps names, a cost per request (issue 18).
-    const { value } = await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, () => ctx.services.definitions.lookup(ctx.principal, keyword));
-    return value;
+    return answerOf(await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, () => ctx.services.definitions.lookup(ctx.principal, keyword)));
   }
 }
 
