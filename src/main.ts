@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   }
   let worker: RunningWorker | undefined;
   if (config.IN_PROCESS_WORKER) {
-    worker = await startConfiguredImageWorker(config, services.imageJobs, app.log);
+    worker = await startConfiguredImageWorker(config, services.imageJobs, app.log, services.billing);
   }
 
   let stopping = false;

@@ -4,9 +4,9 @@ import type { ImageRunner } from '../src/domain/jobs/runner.js';
 import type { JobSweeper } from '../src/domain/jobs/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
 import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
-import type { ImageJobsModule } from '../src/queue/image-jobs.js';
-import type { WebhooksModule } from '../src/queue/webhooks.js';
-import { defineWebhookHandlers, scheduleWebhookSweep } from './webhook-worker.js';
+import { defineWebhookHandlers, scheduleWebhookSweep, type WebhookHandlerDeps } from './webhook-worker.js';
+import { defineBillingHandlers, scheduleBillingSweep } from './billing-worker.js';
+import type { BillingWork } from './services.js';
 
 export interface ImageWorkerOptions {
   queue: ImageQueue;
@@ -16,8 +16,18 @@ export interface ImageWorkerOptions {
   lockLifetimeMs: number;
   sweepIntervalMs: number;
   log: Logger;
+  /** Also run automatic recharges and the billing sweep (their entries share the queue). */
+  billing?: Pick<BillingWork, 'autoRecharge' | 'fulfilment'>;
   /** Also deliver webhooks (their entries share the queue) and run their sweep. */
-  webhooks?: WebhooksModule;
+  webhooks?: WebhookHandlerDeps;
+}
+
+/** What a process running images hands the worker door (workers/services.ts builds it, for the gateway too). */
+export interface ImageWorkKit {
+  queue: ImageQueue;
+  runner: ImageRunner;
+  sweeper: JobSweeper;
+  webhooks: WebhookHandlerDeps;
 }
 
 export interface Logger {
@@ -41,8 +51,14 @@ export interface RunningWorker {
 }
 
 /** A worker on the image jobs module, tuned by the configuration (gateway in-process and standalone alike). */
-export function startConfiguredImageWorker(config: Config, imageJobs: ImageJobsModule, log: Logger): Promise<RunningWorker> {
+export function startConfiguredImageWorker(
+  config: Config,
+  imageJobs: ImageWorkKit,
+  log: Logger,
+  billing?: Pick<BillingWork, 'autoRecharge' | 'fulfilment'>,
+): Promise<RunningWorker> {
   return startImageWorker({
+    billing,
     queue: imageJobs.queue,
     runner: imageJobs.runner,
     sweeper: imageJobs.sweeper,
@@ -116,6 +132,7 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
     { concurrency: 1, lockLifetime: Math.max(opts.lockLifetimeMs, 60_000) },
   );
 
+  if (opts.billing) defineBillingHandlers(agenda, opts.billing, log);
   if (opts.webhooks) defineWebhookHandlers(agenda, opts.webhooks, { concurrency: opts.concurrency, log });
 
   // A finished run frees a lock slot: take the next waiting entry now rather than at the next poll.
@@ -125,6 +142,7 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
   // One recurring entry shared by all workers (Agenda keeps a single document per `every` name).
   await agenda.every(opts.sweepIntervalMs, SWEEP_JOBS, undefined, { skipImmediate: true });
   if (opts.webhooks) await scheduleWebhookSweep(agenda, opts.sweepIntervalMs);
+  if (opts.billing) await scheduleBillingSweep(agenda, opts.sweepIntervalMs);
   log.info({ crossProcessNotifications: channel.crossProcess, concurrency: opts.concurrency }, 'image worker started');
 
   return {

@@ -106,7 +106,7 @@ async function start(config: Config, log: Logger): Promise<Started> {
   try {
     const services = await buildWorkerServices(config, { connection, logger: log });
     try {
-      const worker = await startConfiguredImageWorker(config, services.imageJobs, log);
+      const worker = await startConfiguredImageWorker(config, services.imageJobs, log, services.billing);
       return { connection, services, worker };
     } catch (err) {
       await services.close().catch(() => undefined);

@@ -1,6 +1,6 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection, Document } from 'mongodb';
-import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult } from '../domain/credits/records.js';
+import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult, RechargeState } from '../domain/credits/records.js';
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageBucket } from './models/usage.js';
@@ -62,9 +62,9 @@ export class MongoAccountStore implements AccountStore {
     }
     const after = await this.collection.findOneAndUpdate(filter, update, {
       returnDocument: 'after',
-      projection: { credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1 },
+      projection: { credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1, autoRecharge: 1, rechargeInFlight: 1 },
     });
-    if (after) return { kind: 'applied', balance: after.credits, lowCredits: lowCreditsStateOf(after) };
+    if (after) return { kind: 'applied', balance: after.credits, lowCredits: lowCreditsStateOf(after), recharge: rechargeStateOf(after) };
     // No match: tell apart an operation already applied or voided, a balance too low and an unknown
     // account. One read: `ops` holds only operations in flight, so it is short.
     const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ...(opId === null ? {} : { ops: 1 }) } });
@@ -97,6 +97,11 @@ export class MongoAccountStore implements AccountStore {
     const byId = new Map(docs.map((d) => [d._id.toHexString(), d.credits]));
     return accountIds.map((id) => byId.get(id.toLowerCase()) ?? null);
   }
+}
+
+/** Automatic recharge may start for this account: it is on and none is in flight. */
+function rechargeStateOf(doc: Pick<AccountDoc, 'autoRecharge' | 'rechargeInFlight'>): RechargeState {
+  return doc.autoRecharge?.enabled && !doc.rechargeInFlight ? { threshold: doc.autoRecharge.threshold } : null;
 }
 
 /** Leaves the usage counters out of a read of the account: only the usage store reads them. */

@@ -1,11 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { AuditStore } from '../audit/types.js';
 import type { PurchaseFulfilment } from './fulfilment.js';
 import type { BillingAccountStore, PaymentProvider, RechargeQueue } from './ports.js';
 import type { Catalog } from './types.js';
-
-/** What a balance update read about auto-recharge with it: the threshold when a recharge may start, else null. */
-export type RechargeState = { threshold: number } | null;
 
 /** `credits.recharge_failed` as the webhooks publish it. */
 export interface RechargeFailedEvent {
@@ -24,7 +20,6 @@ export interface AutoRechargeDeps {
   provider: Pick<PaymentProvider, 'chargeSavedCard'> | null;
   fulfilment: Pick<PurchaseFulfilment, 'fulfil'>;
   catalog: Catalog;
-  maxPerDay: number;
   audit: Pick<AuditStore, 'record'>;
   /** Publishes the webhook event `credits.recharge_failed` (idempotent by trigger id). */
   publishFailure: (accountId: string, event: RechargeFailedEvent) => Promise<void>;
@@ -35,31 +30,16 @@ export interface AutoRechargeDeps {
 export type RechargeOutcome = 'charged' | 'failed' | 'stale';
 
 /**
- * Automatic recharge. A charge that leaves the balance below the account's threshold claims the one
- * recharge slot (a guarded marker on the account, counted per UTC day) and queues it; the request does
- * nothing else. A worker then charges the saved card off-session with the trigger's id as Stripe's
- * idempotency key (a retry finds the same PaymentIntent) and grants the pack through the same
- * exactly-once fulfilment as `payment_intent.succeeded`; a decline turns auto-recharge off.
+ * Automatic recharge, the workers' part (RechargeTrigger queued it): charges the saved card off-session
+ * with the trigger's id as Stripe's idempotency key (a retry finds the same PaymentIntent) and grants
+ * the pack through the same exactly-once fulfilment as `payment_intent.succeeded`; a decline turns
+ * auto-recharge off, is audited and sends `credits.recharge_failed`.
  */
 export class AutoRecharge {
   private readonly now: () => Date;
 
   constructor(private readonly deps: AutoRechargeDeps) {
     this.now = deps.now ?? (() => new Date());
-  }
-
-  /** After an applied balance change: nothing to do (almost always) is decided without a promise. */
-  observe(accountId: string, balance: number, state: RechargeState | undefined): Promise<void> | undefined {
-    if (state === null || (state && balance >= state.threshold) || !this.deps.provider || this.deps.maxPerDay === 0) return undefined;
-    return this.trigger(accountId, balance);
-  }
-
-  private async trigger(accountId: string, balance: number): Promise<void> {
-    const at = this.now();
-    const id = `rch_${randomBytes(12).toString('hex')}`;
-    const claimed = await this.deps.accounts.claimRecharge(accountId, balance, { id, at, day: at.toISOString().slice(0, 10), maxPerDay: this.deps.maxPerDay });
-    // Lost if this process dies here: the marker stays, and the sweep queues it again.
-    if (claimed) await this.deps.queue.enqueue(accountId, id);
   }
 
   /** The worker's part: charge the saved card for the chosen pack, then grant or give up. */

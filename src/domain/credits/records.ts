@@ -8,6 +8,9 @@ export interface AccountRecord {
   createdAt: Date;
 }
 
+/** Automatic recharge as a balance update reads it: its threshold while one may start (on, none in flight), else null. */
+export type RechargeState = { threshold: number } | null;
+
 /** Outcome of one guarded balance change. */
 export type ApplyResult =
   | {
@@ -15,6 +18,8 @@ export type ApplyResult =
       balance: number;
       /** The account's `credits.low` state, read in the same update (absent where the store does not read it). */
       lowCredits?: { threshold: number; armed: boolean };
+      /** The account's automatic recharge, read in the same update (absent where the store does not read it). */
+      recharge?: RechargeState;
     }
   /** The op id is already recorded on the account: nothing changed this time. */
   | { kind: 'already_applied'; balance: number }

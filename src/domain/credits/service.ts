@@ -2,7 +2,7 @@ import { AppError, UnreachableCaseError, invalid } from '../errors.js';
 import type { CreditBalances } from '../ports.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import type { UsageTag } from '../usage/types.js';
-import type { AccountRecord, AccountStore, ApplyResult } from './records.js';
+import type { AccountRecord, AccountStore, ApplyResult, RechargeState } from './records.js';
 
 export interface CreditServiceDeps {
   accounts: AccountStore;
@@ -16,7 +16,7 @@ export interface CreditServiceDeps {
    * written before the caller hears of the change; its failures are its own to report. Nothing to
    * await (the common case: the balance crossed nothing) is `undefined`, and costs the charge no promise.
    */
-  onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void> | undefined;
+  onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }, recharge?: RechargeState) => Promise<void> | undefined;
 }
 
 /** Why a refund happened, recorded on its audit entry. */
@@ -149,7 +149,7 @@ export class CreditService implements CreditBalances {
 
   /** The low-balance alert's promise when it has work to do (the caller awaits it), else undefined. */
   private observe(accountId: string, result: Extract<ApplyResult, { kind: 'applied' }>): Promise<void> | undefined {
-    return this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits);
+    return this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits, result.recharge);
   }
 
   private async audited(
