@@ -70,10 +70,12 @@ export class PurchaseFulfilment {
   private async finish(record: PurchaseRecord): Promise<void> {
     // The record's own values (the first report's), never a later event's: the grant cannot differ between retries.
     const details = { purchaseId: record.id, kind: record.kind, credits: record.credits, amount: record.amount, currency: record.currency };
+    // The paid Checkout saved the card, whatever becomes of the grant.
+    if (record.kind === 'checkout') await this.deps.accounts.markCardSaved(record.accountId);
     await this.deps.credits.purchase(record.accountId, record.credits, purchaseOpId(record.id), details, this.actor);
     await this.deps.purchases.markGranted(record.id, this.now());
-    if (record.kind === 'checkout') await this.deps.accounts.markCardSaved(record.accountId);
-    else if (record.triggerId) await this.deps.accounts.finishRecharge(record.accountId, record.triggerId);
+    // The account's recharge slot is freed only once its credits are in.
+    if (record.kind === 'auto_recharge' && record.triggerId) await this.deps.accounts.finishRecharge(record.accountId, record.triggerId);
   }
 
   /** `charge.refunded`: each refund of the charge takes back its share of the purchase's credits, once. */
