@@ -9,6 +9,7 @@
  * `config.auth`, so the document cannot disagree with the edge about who may call it.
  */
 import { readFileSync } from 'node:fs';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../domain/webhooks/types.js';
 import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
@@ -44,6 +45,58 @@ export function docsCsp(publicBaseUrl: string | undefined): string {
   ].join('; ');
 }
 
+/** The data of each event the gateway sends to registered endpoints (Standard Webhooks). */
+const EVENT_DATA: Record<WebhookEventType, { description: string; data: object }> = {
+  'job.completed': { description: 'An image job completed.', data: { type: 'object', description: 'The job as GET /api/playground/images/{jobId} returns it.' } },
+  'job.failed': { description: 'Every image of a job failed.', data: { type: 'object', description: 'The job as GET /api/playground/images/{jobId} returns it.' } },
+  'job.canceled': { description: 'A job was canceled and nothing of it runs any more.', data: { type: 'object', description: 'The job as GET /api/playground/images/{jobId} returns it.' } },
+  'credits.low': {
+    description: "A charge took the balance below the account's threshold (once per crossing).",
+    data: { type: 'object', required: ['credits', 'threshold'], properties: { credits: { type: 'integer' }, threshold: { type: 'integer' } } },
+  },
+  'credits.recharge_failed': {
+    description: 'An automatic recharge was declined or could not be made; automatic recharge is now off.',
+    data: {
+      type: 'object',
+      required: ['credits', 'amount', 'currency', 'reason'],
+      properties: {
+        credits: { type: 'integer', description: 'The pack it tried to buy.' },
+        amount: { type: 'integer', description: "Its price, in the currency's minor unit." },
+        currency: { type: 'string' },
+        reason: { type: 'string', description: "Stripe's decline code, or why no payment was made." },
+      },
+    },
+  },
+};
+
+/** OpenAPI 3.1 `webhooks`: the POSTs the gateway makes to registered endpoints, one per event type. */
+function outgoingWebhooks(): Record<string, object> {
+  return Object.fromEntries(
+    WEBHOOK_EVENT_TYPES.map((type) => [
+      type,
+      {
+        post: {
+          summary: EVENT_DATA[type].description,
+          description: 'Signed with the endpoint\'s secret: headers `webhook-id`, `webhook-timestamp`, `webhook-signature` (Standard Webhooks). A 2xx within 15 s acknowledges it.',
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['type', 'timestamp', 'data'],
+                  properties: { type: { const: type }, timestamp: { type: 'string', format: 'date-time' }, data: EVENT_DATA[type].data },
+                },
+              },
+            },
+          },
+          responses: { '2XX': { description: 'Received.' } },
+        },
+      },
+    ]),
+  );
+}
+
 export async function registerOpenApi(app: FastifyInstance, opts: { publicBaseUrl?: string }): Promise<void> {
   const zodTransform = createJsonSchemaTransform({ skipList: [] });
   await app.register(fastifySwagger, {
@@ -57,6 +110,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicBaseUr
           'Errors are JSON `{error, code, requestId}`; checks run in the order 401 → 400 → 402 → work. GraphQL (`/graphql`) is described by its own schema.',
       },
       servers: opts.publicBaseUrl ? [{ url: opts.publicBaseUrl.replace(/\/+$/, '') }] : [],
+      webhooks: outgoingWebhooks(),
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key (`wi_live_` + 64 hex characters), created in the console or the CLI.' },
