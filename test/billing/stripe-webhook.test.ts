@@ -3,6 +3,7 @@
 // out-of-order pair grants once; a missing, wrong or stale signature is a 400 that changes nothing;
 // refunds take back their share once each; events that are not ours do nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MongoPurchaseStore } from '../../src/data/purchases.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { startStripeStandIn, type StripeStandIn } from '../fixtures/stripe-standin.js';
 
@@ -73,6 +74,21 @@ describe('checkout.session.completed', () => {
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body).outcome).toBe('ignored');
     expect(await balance(accountId)).toBe(3);
+  });
+});
+
+describe('the sweep', () => {
+  it('finishes a purchase a crash left recorded but not granted, once', async () => {
+    const { accountId } = await a.createAccountWithKey({ credits: 1 });
+    const purchases = new MongoPurchaseStore(a.connection);
+    await purchases.record({ id: 'cs_test_swept_1', kind: 'checkout', accountId, credits: 100, amount: 500, currency: 'usd', paymentIntentId: 'pi_test_swept_1' }, new Date(Date.now() - 120_000));
+    expect(await a.services.billing.fulfilment.sweep(new Date(Date.now() - 60_000))).toBe(1);
+    expect(await balance(accountId)).toBe(101);
+    expect(await a.services.billing.fulfilment.sweep(new Date(Date.now() - 60_000))).toBe(0);
+    // Stripe's late delivery of the same session changes nothing.
+    const event = standIn.event('checkout.session.completed', { id: 'cs_test_swept_1', object: 'checkout.session', mode: 'payment', payment_status: 'paid', amount_total: 500, currency: 'usd', metadata: { account_id: accountId, credits: '100' }, payment_intent: 'pi_test_swept_1' });
+    expect(JSON.parse((await standIn.send(event)).body).outcome).toBe('already_granted');
+    expect(await balance(accountId)).toBe(101);
   });
 });
 
