@@ -25,6 +25,7 @@ import type { Config } from '../config.js';
 import type { BaseUrlOf } from '../http/routes/types.js';
 import { consoleErrorHandler, consoleNotFound } from './errors.js';
 import { checkFormToken } from './form-token.js';
+import { requireTwoFactor } from './two-factor-gate.js';
 import { consoleCsp, imageOriginSource, securityHeaders } from './headers.js';
 import assetRoutes from './routes/assets.js';
 import auditRoutes from './routes/audit.js';
@@ -36,6 +37,7 @@ import playgroundRoutes from './routes/playground.js';
 import sessionRoutes from './routes/sessions.js';
 import signInRoutes from './routes/sign-in.js';
 import type { ConsoleServices } from './routes/types.js';
+import teamRoutes from './routes/team.js';
 import usageRoutes from './routes/usage.js';
 import webhookRoutes from './routes/webhooks.js';
 
@@ -60,6 +62,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(formbody, { bodyLimit: 64 * 1024 });
       scope.addHook('onSend', securityHeaders(csp));
       scope.addHook('preHandler', checkFormToken);
+      scope.addHook('onRequest', requireTwoFactor);
       scope.setErrorHandler(consoleErrorHandler);
       scope.setNotFoundHandler(consoleNotFound);
 
@@ -73,6 +76,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobEvents: s.jobEvents, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
+      await scope.register(teamRoutes, { team: s.team, sessions: s.sessions, host });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },

@@ -186,6 +186,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      team: services.console.team,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },

@@ -9,6 +9,7 @@ import type { ClientTokens } from '../../domain/client-tokens/service.js';
 import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
 import type { JobEvents } from '../../queue/job-events.js';
+import type { TeamService } from '../../domain/team/members.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
 
 /** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
@@ -24,6 +25,8 @@ export interface ConsoleServices {
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
+  /** Members, roles and the owners' settings of an account. */
+  team: TeamService;
   webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 

@@ -1,6 +1,6 @@
 import type { CreatedKey, KeySummary } from '../../domain/keys/index.js';
 import { html, when, type Html } from '../html.js';
-import { csrfField, page, type PageContext } from './layout.js';
+import { allowed, csrfField, page, type PageContext } from './layout.js';
 
 /** The new key, shown once. */
 export function createdKeyPanel(key: Pick<CreatedKey, 'key' | 'name'>): Html {
@@ -16,7 +16,7 @@ export function keysPage(ctx: PageContext, keys: KeySummary[], opts: { created?:
     ctx,
     'API keys',
     html`<p class="lead">Keys authenticate calls to the REST and GraphQL APIs (<code>Authorization: Bearer wi_live_…</code>). Keep them out of source control; use one per environment; rotate by creating a new key and deleting the old one.</p>
-<p><button type="button" data-open="add-key-dialog" id="add-key">Add Key</button></p>
+${allowed(ctx, 'keys.manage') ? html`<p><button type="button" data-open="add-key-dialog" id="add-key">Add Key</button></p>` : ''}
 ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 ${
   opts.created
@@ -45,7 +45,7 @@ ${
 </dialog>
 ${
   active.length === 0
-    ? html`<p class="empty">No keys yet. Choose <strong>Add Key</strong> to create one.</p>`
+    ? html`<p class="empty">No keys yet.${allowed(ctx, 'keys.manage') ? html` Choose <strong>Add Key</strong> to create one.` : ''}</p>`
     : html`<div class="table-wrap"><table class="cards-sm">
   <caption>${active.length} active ${active.length === 1 ? 'key' : 'keys'}</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Last used</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
@@ -56,7 +56,7 @@ ${
     <td data-label="Key"><code>${k.prefix}…</code></td>
     <td data-label="Last used">${when(k.lastUsedAt)}</td>
     <td data-label="Created">${when(k.createdAt)}</td>
-    <td><form method="get" action="/console/keys/${k.id}/delete"><button type="submit" class="danger secondary" data-delete-key="${k.id}" data-key-name="${k.name}">Delete</button></form></td>
+    <td>${allowed(ctx, 'keys.manage') ? html`<form method="get" action="/console/keys/${k.id}/delete"><button type="submit" class="danger secondary" data-delete-key="${k.id}" data-key-name="${k.name}">Delete</button></form>` : ''}</td>
   </tr>`,
   )}
   </tbody>
