@@ -55,6 +55,12 @@ import type { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { LowCreditsAlerts } from './domain/webhooks/low-credits.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
 import { UsageService } from './domain/usage/service.js';
+import { MongoEmailThrottleStore } from './data/email-throttle.js';
+import { MongoLinkTokenStore } from './data/link-tokens.js';
+import type { EmailSender } from './domain/email/ports.js';
+import { EmailThrottle } from './domain/email/throttle.js';
+import { LinkTokens } from './domain/links/service.js';
+import { createEmailSender } from './providers/email/index.js';
 
 export interface ConsoleServices {
   readonly users: UserService;
@@ -106,6 +112,10 @@ export interface Services {
   readonly idempotency: Idempotency;
   /** Webhook endpoints and deliveries (REST and the console). */
   readonly webhooks: WebhookEndpoints;
+  /** Outgoing email (SMTP, or the log without SMTP_URL) and its per-address and per-IP throttle. */
+  readonly email: { readonly sender: EmailSender; readonly throttle: EmailThrottle };
+  /** Single-use tokens of emailed links: verification, password reset, invitations. */
+  readonly links: LinkTokens;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -131,6 +141,8 @@ export interface ServiceDeps {
   rateLimitNow?: () => number;
   /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
   idempotencyLockMs?: number;
+  /** Where emails go without SMTP_URL (development); default: the logger. */
+  emailLog?: (text: string) => void;
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -149,11 +161,14 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const idempotencyStore = new MongoIdempotencyStore(connection);
   const tokenStore = new MongoClientTokenStore(connection);
   const rateLimits = new MongoRateLimitCounter(connection);
+  const linkStore = new MongoLinkTokenStore(connection);
+  const emailThrottleStore = new MongoEmailThrottleStore(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits].map((store) =>
-      store.init(),
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, linkStore, emailThrottleStore].map(
+      (store) => store.init(),
     ),
   );
+  const emailSender = createEmailSender(config, deps.emailLog ?? ((text) => log.info({}, text)));
 
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
@@ -248,8 +263,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
     webhooks: imageJobs.webhooks.endpoints,
+    email: { sender: emailSender, throttle: new EmailThrottle({ store: emailThrottleStore }) },
+    links: new LinkTokens({ store: linkStore }),
     async close() {
       stopRollUps();
+      emailSender.close?.();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await jobEvents.close();
       await imageJobs.close();
