@@ -30,6 +30,7 @@ import { SessionService } from './domain/console/sessions.js';
 import { SignInService } from './domain/console/signin.js';
 import { UserService } from './domain/console/users.js';
 import { MemberSessions } from './domain/team/callers.js';
+import { Invitations } from './domain/team/invitations.js';
 import { TeamService } from './domain/team/members.js';
 import { MongoTeamStore } from './data/team.js';
 import { CreditService } from './domain/credits/service.js';
@@ -70,6 +71,8 @@ export interface ConsoleServices {
   readonly team: TeamService;
   /** Every console request's session and the caller's role in its current account (the edge asks it). */
   readonly callers: MemberSessions;
+  /** Invitation links: send, list, revoke, accept. */
+  readonly invitations: Invitations;
 }
 
 export interface Services {
@@ -222,6 +225,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     sessions: sessionStore,
     limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
   });
+  const emailThrottle = new EmailThrottle({ store: emailThrottleStore });
+  const links = new LinkTokens({ store: linkStore });
   const teamStore = new MongoTeamStore(connection);
   const team = new TeamService({ memberships: teamStore, accounts: teamStore, endSessions: (userId, accountId) => sessions.endForMember(userId, accountId), audit: auditStore });
   const consoleServices: ConsoleServices = {
@@ -230,6 +235,17 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
     team,
     callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
+    invitations: new Invitations({
+      links,
+      sender: emailSender,
+      throttle: emailThrottle,
+      team,
+      memberships: teamStore,
+      accounts: teamStore,
+      users: userStore,
+      hasher,
+      audit: auditStore,
+    }),
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
@@ -263,8 +279,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
     webhooks: imageJobs.webhooks.endpoints,
-    email: { sender: emailSender, throttle: new EmailThrottle({ store: emailThrottleStore }) },
-    links: new LinkTokens({ store: linkStore }),
+    email: { sender: emailSender, throttle: emailThrottle },
+    links,
     async close() {
       stopRollUps();
       emailSender.close?.();

@@ -30,6 +30,7 @@ import { consoleCsp, imageOriginSource, securityHeaders } from './headers.js';
 import assetRoutes from './routes/assets.js';
 import auditRoutes from './routes/audit.js';
 import explorerRoutes from './routes/explorer.js';
+import invitationRoutes from './routes/invitations.js';
 import jobRoutes from './routes/jobs.js';
 import keyRoutes from './routes/keys.js';
 import overviewRoutes from './routes/overview.js';
@@ -76,7 +77,8 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobEvents: s.jobEvents, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
-      await scope.register(teamRoutes, { team: s.team, sessions: s.sessions, host });
+      await scope.register(teamRoutes, { team: s.team, invitations: s.invitations, sessions: s.sessions, host, baseUrlOf });
+      await scope.register(invitationRoutes, { invitations: s.invitations, sessions: s.sessions, host });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },

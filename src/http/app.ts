@@ -187,6 +187,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       sessions: services.console.sessions,
       signIn: services.console.signIn,
       team: services.console.team,
+      invitations: services.console.invitations,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },

@@ -21,6 +21,8 @@ const PUBLIC = new Map<string, string>([
   ['GET /console/sign-in', 'the sign-in form'],
   ['POST /console/sign-in', 'signing in'],
   ['POST /console/sign-out', 'signing out works without a session too'],
+  ['GET /console/invitations/accept', 'an invitation link: the token is the authority (a signed-in user with its email joins)'],
+  ['POST /console/invitations/accept', 'a new person sets a password and joins: the token is the authority'],
   ['GET /openapi.json', 'the REST API\'s OpenAPI document: describes the API, holds nothing of anyone\'s'],
   ['GET /docs', 'the API reference page (Swagger UI, from node_modules)'],
   ['GET /docs/json', 'the same document, where Swagger UI fetches it'],

@@ -43,7 +43,7 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> =
 
 export default signInRoutes;
 
-function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
+export function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
   reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), token, cookieOptions(request)));
 }
 

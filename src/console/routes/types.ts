@@ -9,6 +9,7 @@ import type { ClientTokens } from '../../domain/client-tokens/service.js';
 import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
 import type { JobEvents } from '../../queue/job-events.js';
+import type { Invitations } from '../../domain/team/invitations.js';
 import type { TeamService } from '../../domain/team/members.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
 
@@ -27,6 +28,7 @@ export interface ConsoleServices {
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
   /** Members, roles and the owners' settings of an account. */
   team: TeamService;
+  invitations: Invitations;
   webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 

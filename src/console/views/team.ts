@@ -1,14 +1,9 @@
+import type { PendingInvitation } from '../../domain/team/invitations.js';
 import { assignableRoles, can, type Role } from '../../domain/team/permissions.js';
 import type { MemberRecord } from '../../domain/team/ports.js';
 import { html, when, type Html } from '../html.js';
 import { allowed, csrfField, page, type PageContext } from './layout.js';
 
-export interface PendingInvitation {
-  id: string;
-  email: string;
-  role: Role;
-  expiresAt: Date;
-}
 
 export interface TeamPageData {
   userId: string;
