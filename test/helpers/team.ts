@@ -36,3 +36,9 @@ export async function addMember(t: TestApp, accountId: string, role: Role): Prom
   if (switched.status !== 303 && role !== 'owner') throw new Error(`switch failed: ${switched.status}`);
   return { userId, email, password, role, cookie: session.cookie };
 }
+
+/** Marks the user as having two-factor authentication on, as the Settings page's set-up stores it. */
+export async function enableTwoFactor(t: TestApp, userId: string): Promise<void> {
+  const { ObjectId } = await import('mongodb');
+  await t.connection.db!.collection('console_users').updateOne({ _id: new ObjectId(userId) }, { $set: { 'totp.enabledAt': new Date() } });
+}

@@ -18,7 +18,7 @@ const NOTICES: Record<string, string> = {
 };
 
 /** Refusals a person can act on are shown on the Team page itself; the rest are error pages. */
-const SHOWN_ON_PAGE = new Set(['last_owner', 'member_not_found', 'invalid_request', 'already_member', 'invitation_not_found', 'too_many_attempts']);
+const SHOWN_ON_PAGE = new Set(['last_owner', 'member_not_found', 'invalid_request', 'already_member', 'invitation_not_found', 'too_many_attempts', 'two_factor_required']);
 
 type Deps = Pick<ConsoleServices, 'team' | 'invitations' | 'sessions'> & { host: string; baseUrlOf: BaseUrlOf };
 
