@@ -5,13 +5,14 @@
  */
 import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import type { DefinitionService, ImageJobService } from '../domain/ports.js';
+import type { DefinitionService, ImageJobService, JobWatch } from '../domain/ports.js';
 
 export type ServiceName = Config['SERVICES'][number];
 
 export interface Sellable {
   definitions: DefinitionService;
   jobs: ImageJobService;
+  jobWatch: JobWatch;
 }
 
 export function serves(config: Pick<Config, 'SERVICES'>, service: ServiceName): boolean {
@@ -26,5 +27,6 @@ export function exposedOnly<T extends Sellable>(services: T, config: Pick<Config
     ...services,
     definitions: serves(config, 'definitions') ? services.definitions : { lookup: off },
     jobs: serves(config, 'images') ? services.jobs : { create: off, get: off, getMany: off, list: off, cancel: off, viewOf: () => null },
+    jobWatch: serves(config, 'images') ? services.jobWatch : { watch: off },
   };
 }
