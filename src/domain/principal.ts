@@ -1,4 +1,5 @@
 import type { ClientScope } from './client-tokens/scopes.js';
+import type { KeyPermission } from './keys/permissions.js';
 
 /** Who is calling: the plain value every service receives instead of a request or a GraphQL context. */
 export interface Principal {
@@ -10,6 +11,19 @@ export interface Principal {
   readonly userId?: string;
   /** Set when a client token (minted by the key `keyId`) authenticated the call. */
   readonly token?: ClientTokenGrant;
+  /** What the key `keyId` allows, as verified for this call (for a client token: its minting key's). */
+  readonly key?: KeyGrant;
+}
+
+/** A verified key's own rules: its permissions, rate limit, credit limit and expiry (issue 24). */
+export interface KeyGrant {
+  /** Every permission for a key stored without a list. */
+  readonly permissions: readonly KeyPermission[];
+  /** Requests per minute for this key; null: the server's RATE_LIMIT_PER_MINUTE. */
+  readonly rateLimitPerMinute: number | null;
+  /** Null: no credit limit (charges reserve nothing on the key). */
+  readonly creditLimit: number | null;
+  readonly expiresAt: Date | null;
 }
 
 /** What a client token allows: it acts for its key's account, within these bounds. */
