@@ -8,6 +8,7 @@ import { bearerToken } from '../domain/client-tokens/format.js';
 import type { TokenCheck } from '../domain/client-tokens/service.js';
 import { AppError } from '../domain/errors.js';
 import type { RateLimitOutcome } from '../domain/keys/rate-limit.js';
+import type { RevocationReason } from '../domain/keys/revocations.js';
 import type { KeyAdmission, KeyAuthenticator } from '../domain/ports.js';
 import type { Principal } from '../domain/principal.js';
 
@@ -30,8 +31,8 @@ export interface Credentials {
   graphql(authorization: string | undefined, origin: string | undefined): Promise<Admission>;
   /** Further units of the caller's rate limit (each charging field past the first); null: none applies. */
   count(principal: Principal, units: number): Promise<RateLimitOutcome | null>;
-  /** Called with the key id whenever a key is deleted, on any instance (its tokens end with it). */
-  onRevoked(listener: (keyId: string) => void): () => void;
+  /** Called with the key id whenever a key is deleted or expires, on any instance (its tokens end with it). */
+  onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void;
 }
 
 export interface TokenVerifier {

@@ -1,6 +1,6 @@
 import { AppError, invalid } from '../errors.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
-import type { Principal } from '../principal.js';
+import type { KeyGrant, Principal } from '../principal.js';
 import { generateToken, hashToken, isWellFormedToken } from './format.js';
 import type { ClientTokenRecord, ClientTokenStore } from './records.js';
 import { isExactOrigin, parseMintRequest, TOKEN_TTL, type MintRequest } from './request.js';
@@ -24,8 +24,8 @@ export type TokenCheck =
 export interface ClientTokenDeps {
   store: ClientTokenStore;
   audit: AuditStore;
-  /** True while the key exists and is not deleted, as every instance sees it (the key verifier's rule). */
-  keyActive(keyId: string): Promise<boolean>;
+  /** The key's grant while it exists, is not deleted and has not expired, as every instance sees it (the key verifier's rule); else null. */
+  liveKey(keyId: string): Promise<KeyGrant | null>;
   now?: () => Date;
 }
 
@@ -93,7 +93,8 @@ export class ClientTokens {
     const record = this.cache.get(hash) ?? (await this.load(hash));
     if (!record) return { ok: false, reason: 'invalid_client_token' };
     if (record.expiresAt.getTime() <= this.now().getTime()) return { ok: false, reason: 'client_token_expired' };
-    if (record.keyId !== null && !(await this.deps.keyActive(record.keyId))) return { ok: false, reason: 'invalid_client_token' };
+    const key = record.keyId !== null ? await this.deps.liveKey(record.keyId) : null;
+    if (record.keyId !== null && !key) return { ok: false, reason: 'invalid_client_token' };
     if (origin === undefined || !record.origins.includes(origin)) return { ok: false, reason: 'origin_not_allowed' };
     return {
       ok: true,
@@ -102,6 +103,7 @@ export class ClientTokens {
         keyId: record.keyId,
         ...(record.userId ? { userId: record.userId } : {}),
         token: { tokenId: record.id, origins: record.origins, scopes: record.scopes, maxCredits: record.maxCredits, expiresAt: record.expiresAt },
+        ...(key ? { key } : {}),
       },
     };
   }

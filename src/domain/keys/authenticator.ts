@@ -3,7 +3,7 @@ import type { KeyAdmission, KeyAuthenticator } from '../ports.js';
 import type { KeyPrincipal } from '../principal.js';
 import type { LastUsedRecorder } from './last-used.js';
 import { rateLimitedError, type RateLimitOutcome, type RateLimiter } from './rate-limit.js';
-import type { Revocations } from './revocations.js';
+import type { RevocationReason, Revocations } from './revocations.js';
 import type { KeyVerifier } from './verifier.js';
 
 /**
@@ -35,7 +35,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
     return this.deps.verifier.isActive(keyId);
   }
 
-  onRevoked(listener: (keyId: string) => void): () => void {
+  onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void {
     return this.deps.revocations.onRevoked(listener);
   }
 
