@@ -5,6 +5,7 @@ import type { JobView } from '../domain/jobs/types.js';
 import type { Idempotency } from '../domain/idempotency/service.js';
 import type { ClientTokens } from '../domain/client-tokens/service.js';
 import type { JobEvents } from '../queue/job-events.js';
+import type { KeySummary } from '../domain/keys/manager.js';
 
 /** The domain services the GraphQL door calls: the same objects REST calls. */
 export interface GraphQLServices {
@@ -14,6 +15,8 @@ export interface GraphQLServices {
   jobs: ImageJobService;
   jobEvents: JobEvents;
   idempotency: Pick<Idempotency, 'run'>;
+  /** The calling key's settings (`me { key }`); absent: null. */
+  apiKeys?: { get(keyId: string): Promise<KeySummary> };
   /** Minting client tokens (`createClientToken`); absent: the mutation answers NOT_FOUND. */
   tokens?: Pick<ClientTokens, 'mint' | 'verify'>;
 }

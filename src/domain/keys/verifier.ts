@@ -56,11 +56,10 @@ export class KeyVerifier {
     this.unsubscribe = deps.changes?.subscribe({
       changed: (keyId, deleted, version) => {
         if (!deleted && version !== undefined && this.cachedVersion(keyId) === version) return;
-        this.forget(keyId);
-        if (deleted) deps.revocations.announce(keyId, 'deleted');
-        // A new expiry (an edit, a roll's grace) is scheduled at once, not at the key's next request:
-        // its open subscriptions and client tokens must end on time.
-        else this.watchStored(keyId);
+        if (deleted) {
+          this.forget(keyId);
+          deps.revocations.announce(keyId, 'deleted');
+        } else this.refresh(keyId);
       },
       lost: () => {
         this.epoch++;
@@ -113,6 +112,15 @@ export class KeyVerifier {
   /** isActive, from memory while the feed is live (see liveKey). */
   async isLive(keyId: string): Promise<boolean> {
     return (await this.liveKey(keyId)) !== null;
+  }
+
+  /**
+   * The key's settings changed: drop what is cached and schedule its (new) expiry at once, not at its
+   * next request, so its open subscriptions and client tokens end on time.
+   */
+  refresh(keyId: string): void {
+    this.forget(keyId);
+    this.watchStored(keyId);
   }
 
   /** Drops the key from the cache (it changed or was deleted) and its expiry timer. */
