@@ -214,7 +214,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
   };
 
-  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
+  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
   const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,

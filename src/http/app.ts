@@ -165,6 +165,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     config,
     services: {
       keys: services.authenticator,
+      apiKeys: services.keys,
       tokens: services.clientTokens,
       balances: services.balances,
       idempotency: services.idempotency,
