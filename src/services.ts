@@ -58,11 +58,16 @@ import type { EmailSender } from './domain/email/ports.js';
 import { EmailThrottle } from './domain/email/throttle.js';
 import { LinkTokens } from './domain/links/service.js';
 import { createEmailSender } from './providers/email/index.js';
+import { MongoCredentialStore } from './data/credentials.js';
+import { PasswordService } from './domain/identity/password-reset.js';
+import { SignUpService } from './domain/identity/signup.js';
 
 export interface ConsoleServices {
   readonly users: UserService;
   readonly sessions: SessionService;
   readonly signIn: SignInService;
+  readonly signUp: SignUpService;
+  readonly passwords: PasswordService;
 }
 
 export interface Services {
@@ -215,10 +220,17 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     sessions: sessionStore,
     limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
   });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore });
+  const links = new LinkTokens({ store: linkStore });
+  const emailThrottle = new EmailThrottle({ store: emailThrottleStore });
+  const credentialStore = new MongoCredentialStore(connection);
+  const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
   const consoleServices: ConsoleServices = {
-    users: new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore }),
+    users,
     sessions,
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
+    passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
@@ -252,8 +264,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
     webhooks: imageJobs.webhooks.endpoints,
-    email: { sender: emailSender, throttle: new EmailThrottle({ store: emailThrottleStore }) },
-    links: new LinkTokens({ store: linkStore }),
+    email: { sender: emailSender, throttle: emailThrottle },
+    links,
     async close() {
       stopRollUps();
       emailSender.close?.();

@@ -9,6 +9,8 @@ import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
 import type { JobEvents } from '../../queue/job-events.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
+import type { PasswordService } from '../../domain/identity/password-reset.js';
+import type { SignUpService } from '../../domain/identity/signup.js';
 
 /** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
 export interface ConsoleServices {
@@ -23,6 +25,10 @@ export interface ConsoleServices {
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
+  /** Self-serve sign-up and its verification link. */
+  signUp: Pick<SignUpService, 'request' | 'verify'>;
+  /** Password reset by email and change in Settings. */
+  passwords: Pick<PasswordService, 'requestReset' | 'canReset' | 'reset' | 'change'>;
   webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 
