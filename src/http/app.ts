@@ -186,6 +186,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      signUp: services.console.signUp,
+      passwords: services.console.passwords,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },
