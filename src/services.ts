@@ -48,9 +48,10 @@ import type { ImageProvider } from './providers/images/types.js';
 import { argon2Hasher } from './providers/passwords/argon2.js';
 import type { PasswordHasher } from './domain/console/passwords.js';
 import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
-import type { ImageJobService } from './domain/ports.js';
+import type { ImageJobService, JobWatch } from './domain/ports.js';
 import { ImageFiles } from './domain/jobs/files.js';
 import { ImageJobs } from './domain/jobs/service.js';
+import { JobWatcher } from './domain/jobs/watch.js';
 import { MongoUsageStore } from './data/usage.js';
 import { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
@@ -61,6 +62,9 @@ import type { EmailSender } from './domain/email/ports.js';
 import { EmailThrottle } from './domain/email/throttle.js';
 import { LinkTokens } from './domain/links/service.js';
 import { createEmailSender } from './providers/email/index.js';
+import { MongoCredentialStore } from './data/credentials.js';
+import { PasswordService } from './domain/identity/password-reset.js';
+import { SignUpService } from './domain/identity/signup.js';
 import { observeLowCredits, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, type ImageWork } from '../workers/services.js';
 
 export interface ConsoleServices {
@@ -73,6 +77,8 @@ export interface ConsoleServices {
   readonly callers: MemberSessions;
   /** Invitation links: send, list, revoke, accept. */
   readonly invitations: Invitations;
+  readonly signUp: SignUpService;
+  readonly passwords: PasswordService;
 }
 
 export interface Services {
@@ -102,8 +108,10 @@ export interface Services {
   readonly imageFiles: ImageFiles;
   /** The queue, runner, sweeps and deliveries, for the in-process worker (IN_PROCESS_WORKER). */
   readonly imageJobs: ImageWork;
-  /** Cross-process job changes (GraphQL `jobStatus`, the console's live playground). */
+  /** Cross-process job changes, the source of `jobWatch`. */
   readonly jobEvents: JobEvents;
+  /** A job's changes as its owner may see them (GraphQL `jobStatus`, the console's live playground). */
+  readonly jobWatch: JobWatch;
   /** Readiness: does the database answer? */
   readonly health: HealthCheck;
   readonly console: ConsoleServices;
@@ -234,10 +242,15 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const links = new LinkTokens({ store: linkStore });
   const teamStore = new MongoTeamStore(connection);
   const team = new TeamService({ memberships: teamStore, accounts: teamStore, endSessions: (userId, accountId) => sessions.endForMember(userId, accountId), audit: auditStore });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team });
+  const credentialStore = new MongoCredentialStore(connection);
+  const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
   const consoleServices: ConsoleServices = {
-    users: new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team }),
+    users,
     sessions,
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
+    passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     team,
     callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
     invitations: new Invitations({
@@ -253,7 +266,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     }),
   };
 
-  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
+  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
   const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,
@@ -280,6 +293,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer }),
     imageJobs,
     jobEvents,
+    jobWatch: new JobWatcher({ jobs, changes: jobEvents }),
     health: databaseHealth(connection),
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),

@@ -10,7 +10,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
-import { enableTwoFactor } from '../helpers/team.js';
 
 const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
 const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
@@ -86,11 +85,10 @@ describe.skipIf(!launched.browser)('Team page in Chromium', { timeout: SLOW_MS *
     const acme = await t.createAccountWithKey({ name: 'Acme Analytics' });
     const globex = await t.createAccountWithKey({ name: 'Globex' });
     const actor = { actor: 'test', ip: '127.0.0.1', host: 'test-host' };
-    const ada = await t.services.console.users.create(acme.accountId, OWNER, PASSWORD, actor);
+    await t.services.console.users.create(acme.accountId, OWNER, PASSWORD, actor);
     await t.services.console.team.addByEmail(globex.accountId, OWNER, 'developer', actor);
     const lin = await t.services.console.users.create(globex.accountId, 'lin@example.com', `${PASSWORD} too`, actor);
     await t.services.console.team.addByEmail(acme.accountId, 'lin@example.com', 'admin', actor);
-    await enableTwoFactor(t, ada.userId);
     void lin;
     owner = await newPage(1440, 900);
   }, SLOW_MS * 2);

@@ -9,7 +9,7 @@ async function cli(line: string | undefined, ...argv: string[]) {
   let stdout = '';
   let stderr = '';
   const uri = inject('mongoUri').replace(/\/?$/, `/${dbName}`);
-  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine: line === undefined ? undefined : async () => line });
+  const code = await runCli(argv, { stdout: (t) => void (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine: line === undefined ? undefined : async () => line });
   return { code, stdout, stderr, json: () => JSON.parse(stdout) };
 }
 

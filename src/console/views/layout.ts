@@ -13,6 +13,7 @@ export const NAV: readonly { href: string; label: string; needs: Action }[] = [
   { href: '/console/explorer', label: 'Explorer', needs: 'view' },
   { href: '/console/webhooks', label: 'Webhooks', needs: 'view' },
   { href: '/console/team', label: 'Team', needs: 'view' },
+  { href: '/console/settings', label: 'Settings', needs: 'self' },
 ];
 
 export interface PageContext {
