@@ -43,6 +43,11 @@ export class MongoTeamStore implements MembershipStore, AccountTeamStore {
     return doc ? { email: doc.email, memberships: membershipsOf(doc), has2fa: twoFactorOn(doc) } : null;
   }
 
+  async userByEmail(email: string): Promise<{ userId: string; email: string } | null> {
+    const doc = await this.users.findOne({ email }, { projection: { email: 1 } });
+    return doc ? { userId: doc._id.toHexString(), email: doc.email } : null;
+  }
+
   async add(userId: string, m: Membership): Promise<boolean> {
     const user = toObjectId(userId);
     const account = toObjectId(m.accountId);

@@ -67,7 +67,7 @@ export interface BuildAppOptions {
   /** Where Fastify's own logger writes JSON lines (default stdout). */
   logStream?: { write(line: string): void };
   /** Told of every route as it is registered (the security suite checks that none escapes it). */
-  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; permission: string | undefined; operation: string | undefined }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined; permission: string | undefined }) => void;
 }
 
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -118,8 +118,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   if (opts.onRoute) {
     const report = opts.onRoute;
     app.addHook('onRoute', (route) => {
-      const config = route.config as { auth?: string; permission?: string; operation?: string } | undefined;
-      report({ method: route.method, url: route.url, auth: config?.auth, permission: config?.permission, operation: config?.operation });
+      const config = route.config as { auth?: string; operation?: string; permission?: string } | undefined;
+      report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation, permission: config?.permission });
     });
   }
   registerHttps(app, config.PUBLIC_BASE_URL);
@@ -145,7 +145,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   app.setNotFoundHandler((request, reply) => sendError(reply, request, new AppError('route_not_found')));
   app.setErrorHandler((err, request, reply) => sendError(reply, request, translate(err, request)));
 
-  const sellable = exposedOnly(services.budgeted, config);
+  const sellable = exposedOnly({ ...services.budgeted, jobWatch: services.jobWatch }, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   // Before any route: the document collects routes as they are added.
   useZodSchemas(app);
@@ -168,9 +168,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     config,
     services: {
       keys: services.authenticator,
+      apiKeys: services.keys,
       tokens: services.clientTokens,
       balances: services.balances,
-      jobEvents: services.jobEvents,
       idempotency: services.idempotency,
       ...sellable,
     },
@@ -186,10 +186,13 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       keys: services.keys,
       credits: services.credits,
       audit: services.audit,
-      jobEvents: services.jobEvents,
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      team: services.console.team,
+      invitations: services.console.invitations,
+      signUp: services.console.signUp,
+      passwords: services.console.passwords,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
       billing: services.billing.service,

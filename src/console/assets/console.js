@@ -5,7 +5,17 @@
 const csrf = () => document.querySelector('main')?.dataset.csrf ?? '';
 
 async function post(url, fields) {
-  const body = new URLSearchParams({ ...fields, _csrf: csrf() });
+  return send(url, new URLSearchParams({ ...fields, _csrf: csrf() }));
+}
+
+/** Posts a whole form (repeated fields such as permission checkboxes included). */
+function postForm(form) {
+  const body = new URLSearchParams(new FormData(form));
+  if (!body.has('_csrf')) body.set('_csrf', csrf());
+  return send(form.action, body);
+}
+
+async function send(url, body) {
   const res = await fetch(url, { method: 'POST', body, headers: { accept: 'application/json' }, credentials: 'same-origin' });
   const data = await res.json().catch(() => ({ error: `Request failed (${res.status})` }));
   if (!res.ok) throw new Error(data.error ?? `Request failed (${res.status})`);
@@ -24,7 +34,12 @@ document.addEventListener('click', (event) => {
   if (!target) return;
   const opener = target.closest('[data-open]');
   if (opener) {
-    document.getElementById(opener.dataset.open)?.showModal();
+    const dialog = document.getElementById(opener.dataset.open);
+    if (dialog) {
+      // Without this script the button's form opens the same dialog as a page.
+      event.preventDefault();
+      dialog.showModal();
+    }
     return;
   }
   const deleter = target.closest('[data-delete-key]');
@@ -34,6 +49,33 @@ document.addEventListener('click', (event) => {
     dialog.querySelector('[data-key-name]').textContent = deleter.dataset.keyName;
     dialog.querySelector('[data-delete-form]').action = `/console/keys/${deleter.dataset.deleteKey}/delete`;
     dialog.showModal();
+    return;
+  }
+  const remover = target.closest('[data-remove-member]');
+  if (remover) {
+    event.preventDefault();
+    const dialog = document.getElementById('remove-member-dialog');
+    dialog.querySelector('[data-member-email]').textContent = remover.dataset.memberEmail;
+    dialog.querySelector('[data-remove-form]').action = `/console/team/members/${remover.dataset.removeMember}/remove`;
+    dialog.showModal();
+    return;
+  }
+  const menuToggle = target.closest('[data-menu-toggle]');
+  if (menuToggle) {
+    const menu = document.getElementById(menuToggle.getAttribute('aria-controls'));
+    const open = menuToggle.getAttribute('aria-expanded') !== 'true';
+    menuToggle.setAttribute('aria-expanded', String(open));
+    menu.hidden = !open;
+    return;
+  }
+  // Switching accounts changes the session: a POST with the form token, not a GET of the link.
+  const switcher = target.closest('[data-switch-account]');
+  if (switcher) {
+    event.preventDefault();
+    const form = el('form', { method: 'post', action: switcher.getAttribute('href') });
+    form.append(el('input', { type: 'hidden', name: '_csrf', value: csrf() }));
+    document.body.append(form);
+    form.submit();
     return;
   }
   if (target.closest('[data-close]')) {
@@ -52,14 +94,36 @@ document.addEventListener('click', (event) => {
   }
 });
 
-// Add Key: create through fetch, then show the key once in the same dialog.
-document.querySelector('[data-create-key]')?.addEventListener('submit', async (event) => {
+// The account menu: a button that opens the list of accounts (without this script the list shows as links).
+for (const toggle of document.querySelectorAll('[data-menu-toggle]')) {
+  document.getElementById(toggle.getAttribute('aria-controls')).hidden = true;
+  toggle.hidden = false;
+}
+
+// Add Key and Roll key: through fetch, then the new key shown once in the same dialog.
+for (const form of document.querySelectorAll('[data-create-key], [data-roll-key]')) form.addEventListener('submit', showNewKey);
+// Edit: saved through fetch; the page then shows the new settings.
+for (const form of document.querySelectorAll('[data-edit-key]')) {
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = form.querySelector('[data-error]');
+    try {
+      await postForm(form);
+      location.reload();
+    } catch (err) {
+      error.textContent = err.message;
+      error.hidden = false;
+    }
+  });
+}
+
+async function showNewKey(event) {
   event.preventDefault();
   const form = event.currentTarget;
   const dialog = form.closest('dialog');
   const error = form.querySelector('[data-error]');
   try {
-    const created = await post('/console/keys', { name: form.elements.name.value });
+    const created = await postForm(form);
     const panel = dialog.querySelector('[data-created]');
     panel.replaceChildren(
       el('p', {}, `Copy the key for “${created.name}” now. It will not be shown again: only its hash is stored.`),
@@ -78,7 +142,7 @@ document.querySelector('[data-create-key]')?.addEventListener('submit', async (e
     error.textContent = err.message;
     error.hidden = false;
   }
-});
+}
 
 // Playground: lookups and generation in place; images appear as each one finishes.
 const balance = (credits) => document.querySelectorAll('[data-balance]').forEach((n) => (n.textContent = String(credits)));

@@ -7,6 +7,8 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'account.created': 'Account created',
   'key.created': 'Key created',
   'key.deleted': 'Key deleted',
+  'key.updated': 'Key updated',
+  'key.rolled': 'Key rolled',
   'credits.granted': 'Credits granted',
   'credits.refunded': 'Credits refunded',
   'credits.purchased': 'Credits purchased',
@@ -27,6 +29,10 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'member.role_changed': 'Role changed',
   'member.left': 'Member left',
   'account.2fa_requirement_changed': 'Two-factor requirement changed',
+  'user.password_changed': 'Password changed',
+  'user.password_reset': 'Password reset',
+  'user.2fa_enabled': 'Two-factor authentication enabled',
+  'user.2fa_disabled': 'Two-factor authentication disabled',
 };
 
 /** The Details column: what the entry is about, in words. */

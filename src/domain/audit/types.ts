@@ -3,6 +3,8 @@ export const AUDIT_EVENTS = [
   'account.created',
   'key.created',
   'key.deleted',
+  'key.updated',
+  'key.rolled',
   'credits.granted',
   'credits.refunded',
   'credits.purchased',
@@ -23,6 +25,10 @@ export const AUDIT_EVENTS = [
   'member.role_changed',
   'member.left',
   'account.2fa_requirement_changed',
+  'user.password_changed',
+  'user.password_reset',
+  'user.2fa_enabled',
+  'user.2fa_disabled',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 

@@ -1,4 +1,5 @@
 import type { AuditActor, AuditStore } from '../audit/types.js';
+import { normalizeEmail } from '../console/passwords.js';
 import { AppError, invalid } from '../errors.js';
 import { can, isRole, type Role } from './permissions.js';
 import type { AccountTeamStore, MemberRecord, MembershipStore } from './ports.js';
@@ -94,8 +95,23 @@ export class TeamService {
     return true;
   }
 
+  /** An owner who requires it must have it: otherwise the requirement would lock them out of the Team page. */
+  /** The CLI's `member add`: an existing user joins another account with a role. */
+  async addByEmail(accountId: unknown, email: unknown, role: unknown, actor: AuditActor): Promise<{ userId: string; email: string; accountId: string; role: Role }> {
+    const id = typeof accountId === 'string' ? accountId.trim().toLowerCase() : '';
+    if (!/^[0-9a-f]{24}$/.test(id) || !(await this.deps.accounts.settings(id))) throw invalid('account', 'account must be the id of an existing account');
+    if (!isRole(role)) throw invalid('role', 'role must be one of owner, admin, developer, viewer');
+    const user = await this.deps.memberships.userByEmail(normalizeEmail(email));
+    if (!user) throw invalid('email', 'email must be the email of an existing console user (user create makes one)');
+    if (!(await this.join(id, user, role, actor, { via: 'cli' }))) throw new AppError('already_member');
+    return { userId: user.userId, email: user.email, accountId: id, role };
+  }
+
   async setRequire2fa(actor: TeamActor, required: boolean): Promise<void> {
     this.require(actor, 'account.require2fa');
+    if (required && !(actor.userId && (await this.deps.memberships.membershipsOf(actor.userId))?.has2fa)) {
+      throw new AppError('two_factor_required', { message: 'Set up two-factor authentication for yourself in Settings before requiring it of everyone' });
+    }
     await this.deps.accounts.setRequire2fa(actor.accountId, required);
     await this.record(actor, 'account.2fa_requirement_changed', { required });
   }

@@ -18,6 +18,7 @@ export interface MembershipStore {
   member(accountId: string, userId: string): Promise<MemberRecord | null>;
   /** Every membership of the user (a user stored before teams reads as the owner of its account). */
   membershipsOf(userId: string): Promise<{ email: string; memberships: Membership[]; has2fa: boolean } | null>;
+  userByEmail(email: string): Promise<{ userId: string; email: string } | null>;
   /** Adds the membership unless the user already has one in that account: false then (or no such user). */
   add(userId: string, membership: Membership): Promise<boolean>;
   /** ONE guarded update: the role becomes `to` only while it is `from`. */
