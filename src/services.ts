@@ -60,6 +60,7 @@ import { createEmailSender } from './providers/email/index.js';
 import { MongoCredentialStore } from './data/credentials.js';
 import { PasswordService } from './domain/identity/password-reset.js';
 import { SignUpService } from './domain/identity/signup.js';
+import { TwoFactorService } from './domain/identity/two-factor.js';
 import { observeLowCredits, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, type ImageWork } from '../workers/services.js';
 
 export interface ConsoleServices {
@@ -68,6 +69,8 @@ export interface ConsoleServices {
   readonly signIn: SignInService;
   readonly signUp: SignUpService;
   readonly passwords: PasswordService;
+  /** TOTP second factor; `isEnabled(userId)` tells whether a user has it. */
+  readonly twoFactor: TwoFactorService;
 }
 
 export interface Services {
@@ -230,12 +233,14 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const emailThrottle = new EmailThrottle({ store: emailThrottleStore });
   const credentialStore = new MongoCredentialStore(connection);
   const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
+  const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
   const consoleServices: ConsoleServices = {
     users,
     sessions,
-    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
     signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
+    twoFactor,
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });

@@ -189,6 +189,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       signIn: services.console.signIn,
       signUp: services.console.signUp,
       passwords: services.console.passwords,
+      twoFactor: services.console.twoFactor,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },
