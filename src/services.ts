@@ -44,9 +44,10 @@ import type { ImageProvider } from './providers/images/types.js';
 import { argon2Hasher } from './providers/passwords/argon2.js';
 import type { PasswordHasher } from './domain/console/passwords.js';
 import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
-import type { ImageJobService } from './domain/ports.js';
+import type { ImageJobService, JobWatch } from './domain/ports.js';
 import { ImageFiles } from './domain/jobs/files.js';
 import { ImageJobs } from './domain/jobs/service.js';
+import { JobWatcher } from './domain/jobs/watch.js';
 import { MongoUsageStore } from './data/usage.js';
 import { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
@@ -100,8 +101,10 @@ export interface Services {
   readonly imageFiles: ImageFiles;
   /** The queue, runner, sweeps and deliveries, for the in-process worker (IN_PROCESS_WORKER). */
   readonly imageJobs: ImageWork;
-  /** Cross-process job changes (GraphQL `jobStatus`, the console's live playground). */
+  /** Cross-process job changes, the source of `jobWatch`. */
   readonly jobEvents: JobEvents;
+  /** A job's changes as its owner may see them (GraphQL `jobStatus`, the console's live playground). */
+  readonly jobWatch: JobWatch;
   /** Readiness: does the database answer? */
   readonly health: HealthCheck;
   readonly console: ConsoleServices;
@@ -243,7 +246,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     twoFactor,
   };
 
-  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
+  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
   const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,
@@ -270,6 +273,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer }),
     imageJobs,
     jobEvents,
+    jobWatch: new JobWatcher({ jobs, changes: jobEvents }),
     health: databaseHealth(connection),
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),

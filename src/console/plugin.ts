@@ -79,7 +79,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(usageRoutes, { usage: s.usage, keys: s.keys });
       await scope.register(auditRoutes, { audit: s.audit });
       await scope.register(jobRoutes, { jobs: s.jobs, baseUrlOf });
-      await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobEvents: s.jobEvents, credits: s.credits, baseUrlOf, csp });
+      await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobWatch: s.jobWatch, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });

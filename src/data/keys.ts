@@ -1,6 +1,7 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection } from 'mongodb';
-import type { KeyRecord, KeyStore } from '../domain/keys/records.js';
+import type { KeyPermission } from '../domain/keys/permissions.js';
+import type { KeyRecord, KeySettingsChange, KeyStore, NewKey } from '../domain/keys/records.js';
 import { apiKeyModel, type ApiKeyDoc } from './models/api-key.js';
 import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
 
@@ -19,9 +20,10 @@ export class MongoKeyStore implements KeyStore {
     await this.model.createIndexes();
   }
 
-  async insert(key: Omit<KeyRecord, 'id' | 'lastUsedAt' | 'deletedAt'>): Promise<KeyRecord> {
+  async insert(key: NewKey): Promise<KeyRecord> {
     const accountId = toObjectId(key.accountId);
     if (!accountId) throw new Error(`not an account id: ${key.accountId}`);
+    const limit = key.creditLimit ?? null;
     const doc: ApiKeyDoc = {
       _id: new Types.ObjectId(),
       accountId,
@@ -32,6 +34,15 @@ export class MongoKeyStore implements KeyStore {
       lastUsedAt: null,
       deletedAt: null,
       updatedAt: key.createdAt,
+      expiresAt: key.expiresAt ?? null,
+      creditLimit: limit,
+      creditsLeft: limit,
+      refill: limit === null ? null : (key.refill ?? null),
+      refilledFor: null,
+      rateLimitPerMinute: key.rateLimitPerMinute ?? null,
+      ...(key.permissions ? { permissions: [...key.permissions] } : {}),
+      rolledFrom: key.rolledFrom ? toObjectId(key.rolledFrom) : null,
+      expiringNotifiedAt: null,
     };
     // Validated by the mongoose schema, written by the driver.
     await this.model.validate(doc);
@@ -68,6 +79,38 @@ export class MongoKeyStore implements KeyStore {
     return changed ? toRecord(changed) : this.findById(keyId);
   }
 
+  async updateSettings(
+    keyId: string,
+    expected: Pick<KeyRecord, 'expiresAt' | 'creditLimit' | 'creditsLeft'>,
+    change: KeySettingsChange & { creditsLeft?: number | null; refilledFor?: string | null },
+    at: Date,
+  ): Promise<KeyRecord | null> {
+    const _id = toObjectId(keyId);
+    if (!_id) return null;
+    const $set: Record<string, unknown> = { updatedAt: at };
+    for (const [field, value] of Object.entries(change)) if (value !== undefined) $set[field] = value;
+    // A new expiry deserves its own key.expiring notice.
+    if (change.expiresAt !== undefined && !sameTime(change.expiresAt, expected.expiresAt)) $set.expiringNotifiedAt = null;
+    const update = change.permissions === null ? { $set: omit($set, 'permissions'), $unset: { permissions: '' as const } } : { $set };
+    const changed = await this.collection.findOneAndUpdate(
+      { _id, deletedAt: null, expiresAt: expected.expiresAt ?? null, creditLimit: expected.creditLimit ?? null, creditsLeft: expected.creditsLeft ?? null },
+      update,
+      { returnDocument: 'after' },
+    );
+    return changed ? toRecord(changed) : null;
+  }
+
+  async expireBy(keyId: string, at: Date, now: Date): Promise<KeyRecord | null> {
+    const _id = toObjectId(keyId);
+    if (!_id) return null;
+    const changed = await this.collection.findOneAndUpdate(
+      { _id, deletedAt: null, $or: [{ expiresAt: null }, { expiresAt: { $exists: false } }, { expiresAt: { $gt: at } }] },
+      { $set: { expiresAt: at, updatedAt: now, expiringNotifiedAt: null } },
+      { returnDocument: 'after' },
+    );
+    return changed ? toRecord(changed) : this.findById(keyId);
+  }
+
   async recordUse(uses: readonly { keyId: string; at: Date }[]): Promise<void> {
     const ops = uses.flatMap(({ keyId, at }) => {
       const _id = toObjectId(keyId);
@@ -89,5 +132,24 @@ function toRecord(doc: ApiKeyDoc): KeyRecord {
     createdAt: doc.createdAt,
     lastUsedAt: doc.lastUsedAt ?? null,
     deletedAt: doc.deletedAt ?? null,
+    updatedAt: doc.updatedAt,
+    expiresAt: doc.expiresAt ?? null,
+    creditLimit: doc.creditLimit ?? null,
+    creditsLeft: doc.creditLimit == null ? null : (doc.creditsLeft ?? doc.creditLimit),
+    refill: doc.refill ?? null,
+    refilledFor: doc.refilledFor ?? null,
+    rateLimitPerMinute: doc.rateLimitPerMinute ?? null,
+    permissions: doc.permissions ? (doc.permissions as KeyPermission[]) : null,
+    rolledFrom: doc.rolledFrom ? doc.rolledFrom.toHexString() : null,
+    expiringNotifiedAt: doc.expiringNotifiedAt ?? null,
   };
+}
+
+function sameTime(a: Date | null, b: Date | null): boolean {
+  return (a?.getTime() ?? null) === (b?.getTime() ?? null);
+}
+
+function omit(record: Record<string, unknown>, field: string): Record<string, unknown> {
+  const { [field]: _omitted, ...rest } = record;
+  return rest;
 }

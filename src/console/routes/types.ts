@@ -5,9 +5,8 @@ import type { SignInService } from '../../domain/console/signin.js';
 import type { CreditService } from '../../domain/credits/service.js';
 import type { KeyManager } from '../../domain/keys/index.js';
 import type { ClientTokens } from '../../domain/client-tokens/service.js';
-import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
+import type { DefinitionService, ImageJobService, JobWatch } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
-import type { JobEvents } from '../../queue/job-events.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
 import type { PasswordService } from '../../domain/identity/password-reset.js';
 import type { SignUpService } from '../../domain/identity/signup.js';
@@ -21,7 +20,7 @@ export interface ConsoleServices {
   credits: Pick<CreditService, 'getAccount'>;
   audit: AuditLog;
   usage: Pick<UsageService, 'forAccount'>;
-  jobEvents: JobEvents;
+  jobWatch: JobWatch;
   sessions: SessionService;
   signIn: SignInService;
   /** The explorer's own client tokens. */

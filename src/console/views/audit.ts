@@ -7,6 +7,8 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'account.created': 'Account created',
   'key.created': 'Key created',
   'key.deleted': 'Key deleted',
+  'key.updated': 'Key updated',
+  'key.rolled': 'Key rolled',
   'credits.granted': 'Credits granted',
   'credits.refunded': 'Credits refunded',
   'user.created': 'User created',

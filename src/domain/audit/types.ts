@@ -3,6 +3,8 @@ export const AUDIT_EVENTS = [
   'account.created',
   'key.created',
   'key.deleted',
+  'key.updated',
+  'key.rolled',
   'credits.granted',
   'credits.refunded',
   'user.created',
