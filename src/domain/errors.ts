@@ -160,6 +160,12 @@ export const ERROR_CATALOG = {
     message: 'Upstream provider unavailable',
     retryable: true,
   },
+  email_unavailable: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Email could not be sent; try again later',
+    retryable: true,
+  },
   database_unavailable: {
     httpStatus: 503,
     graphqlCode: 'SERVICE_UNAVAILABLE',

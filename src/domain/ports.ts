@@ -93,3 +93,12 @@ export interface ImageJobService {
    */
   viewOf(principal: Principal, job: JobRecord, ctx: JobUrlContext): JobView | null;
 }
+
+export interface JobWatch {
+  /**
+   * The caller's job now, then each later state the caller may see, ending after a final one. Errors
+   * as `ImageJobService.get` (job_not_found). Aborting `signal` ends the stream with the signal's
+   * reason (GraphQL: the key was deleted); returning the iterator releases it at once.
+   */
+  watch(principal: Principal, jobId: string, ctx: JobUrlContext, signal: AbortSignal): Promise<AsyncIterableIterator<JobView>>;
+}
