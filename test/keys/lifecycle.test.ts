@@ -183,7 +183,7 @@ describe('expiry', () => {
     const acct = await newKey();
     const verified = async () => {
       const result = await b.services.keyVerifier.verify(`Bearer ${acct.key}`);
-      return result.ok ? result.principal.key : null;
+      return result.ok ? result.principal : null;
     };
     expect(await verified()).toMatchObject({ rateLimitPerMinute: null });
     expect(b.services.keyVerifier.cachedKeys).toBeGreaterThan(0);
