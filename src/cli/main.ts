@@ -13,6 +13,7 @@ import { ConfigError, loadConfig, type ConfigInput } from '../config.js';
 import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.js';
 import type { AuditActor } from '../domain/audit/types.js';
 import { isAppError } from '../domain/errors.js';
+import { processOutput } from './process-io.js';
 import type { KeySettingsInput } from '../domain/keys/settings.js';
 import { buildAdminServices, type AdminServices } from './services.js';
 
@@ -43,7 +44,8 @@ export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MO
 `;
 
 export interface CliIo {
-  stdout: (text: string) => void;
+  /** A promise: the reader lags, wait before writing more. */
+  stdout: (text: string) => Promise<void> | void;
   stderr: (text: string) => void;
   env: ConfigInput | NodeJS.ProcessEnv;
   /** One line from standard input (for --password-stdin); default: process.stdin. */
@@ -155,7 +157,7 @@ function parse(argv: readonly string[]): Parsed {
 
 async function execute({ command, values }: Parsed, services: AdminServices, io: CliIo): Promise<void> {
   const actor = cliActor();
-  const print = (value: unknown) => io.stdout(`${JSON.stringify(value)}\n`);
+  const print = async (value: unknown) => io.stdout(`${JSON.stringify(value)}\n`);
   switch (command) {
     case 'account create': {
       const credits = values.credits === undefined ? 0 : integer('credits', values.credits);
@@ -187,7 +189,7 @@ async function execute({ command, values }: Parsed, services: AdminServices, io:
       return print({ id: deleted.id, deletedAt: deleted.deletedAt });
     }
     case 'audit export': {
-      for await (const entry of services.audit.exportForAccount(values.account!.trim())) print(entry);
+      for await (const entry of services.audit.exportForAccount(values.account!.trim())) await print(entry);
       return;
     }
     case 'user create': {
@@ -269,17 +271,15 @@ function redact(uri: string): string {
   return uri.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]);
-if (invokedDirectly) {
-  runCli(process.argv.slice(2), {
-    stdout: (t) => process.stdout.write(t),
-    stderr: (t) => process.stderr.write(t),
-    env: process.env,
-  }).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
-      process.exit(1);
-    },
-  );
+/** The CLI as this process (`npm run cli`, the bin): exits with the command's code once its output is written. */
+export async function runCliProcess(argv: readonly string[]): Promise<never> {
+  const output = processOutput();
+  const code = await runCli(argv, { stdout: output.stdout, stderr: output.stderr, env: process.env }).catch((err: unknown) => {
+    output.stderr(`error: ${(err as Error)?.message ?? String(err)}\n`);
+    return 1;
+  });
+  return output.exit(code);
 }
+
+const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]);
+if (invokedDirectly) void runCliProcess(process.argv.slice(2));

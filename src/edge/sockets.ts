@@ -6,6 +6,7 @@
  * deleted (on any instance) or its token expires. Refused credentials close the socket with 4401, which
  * graphql-ws clients treat as final (4403 they retry for half a minute); a database outage with 1013.
  */
+import { setMaxListeners } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { CloseCode } from 'graphql-ws';
 import type { WebSocket } from 'ws';
@@ -57,6 +58,9 @@ export interface SocketCaller {
   active: number;
 }
 
+/** Listeners of a connection's signal besides its subscriptions' (none today; room for a few). */
+const EXTRA_SIGNAL_LISTENERS = 10;
+
 /** How long an ending gives subscriptions to send their UNAUTHENTICATED error before the socket closes. */
 const ENDING_GRACE_MS = 200;
 
@@ -66,7 +70,13 @@ export class SocketCallers {
   private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly deps: { credentials: Credentials; databaseDown: () => boolean; log: Pick<Logger, 'error'> },
+    private readonly deps: {
+      credentials: Credentials;
+      databaseDown: () => boolean;
+      log: Pick<Logger, 'error'>;
+      /** GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET: each open subscription listens to the connection's signal. */
+      maxSubscriptions: number;
+    },
   ) {
     this.unsubscribe = deps.credentials.onRevoked((keyId, reason) => {
       for (const end of this.byKey.get(keyId) ?? []) end(reason);
@@ -101,6 +111,9 @@ export class SocketCallers {
     }
 
     const ending = new AbortController();
+    // One abort listener per open subscription is the design, bounded by the per-socket cap: Node's
+    // default of 10 would report an 11th as a possible leak (MaxListenersExceededWarning).
+    setMaxListeners(this.deps.maxSubscriptions + EXTRA_SIGNAL_LISTENERS, ending.signal);
     const caller: SocketCaller = {
       principal,
       signal: ending.signal,

@@ -5,7 +5,6 @@ import { answerOf, type IdempotentAttempt } from '../domain/idempotency/service.
 import { MAX_PAGE_SIZE } from '../domain/jobs/service.js';
 import type { JobCreated, JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
-import { watchJob } from '../queue/job-watch.js';
 import { AccountType, ApiKeyType, GenerateResultType, JobConnectionType, JobType, LookupResultType, type PageInfoType } from './types.js';
 
 /**
@@ -93,7 +92,10 @@ export class JobResolver {
   @Authorized()
   @Subscription(() => JobType, {
     description: 'The job now, then on every change; completes after completed, failed or canceled. NOT_FOUND (job_not_found) as `job(id:)`.',
-    subscribe: ({ args, context }) => watchJob(context as GraphQLContext, String(args.jobId)),
+    subscribe: ({ args, context }) => {
+      const ctx = context as GraphQLContext;
+      return ctx.services.jobWatch.watch(ctx.principal, String(args.jobId), ctx.urls, ctx.signal);
+    },
   })
   jobStatus(@Arg('jobId', () => ID, { description: JOB_ID }) _jobId: string, @Root() job: JobView): JobView {
     return job;

@@ -144,7 +144,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   app.setNotFoundHandler((request, reply) => sendError(reply, request, new AppError('route_not_found')));
   app.setErrorHandler((err, request, reply) => sendError(reply, request, translate(err, request)));
 
-  const sellable = exposedOnly(services.budgeted, config);
+  const sellable = exposedOnly({ ...services.budgeted, jobWatch: services.jobWatch }, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   // Before any route: the document collects routes as they are added.
   useZodSchemas(app);
@@ -168,7 +168,6 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       apiKeys: services.keys,
       tokens: services.clientTokens,
       balances: services.balances,
-      jobEvents: services.jobEvents,
       idempotency: services.idempotency,
       ...sellable,
     },
@@ -184,10 +183,11 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       keys: services.keys,
       credits: services.credits,
       audit: services.audit,
-      jobEvents: services.jobEvents,
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      signUp: services.console.signUp,
+      passwords: services.console.passwords,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },

@@ -18,7 +18,7 @@ async function cliWithInput(line: string | undefined, ...argv: string[]) {
   let stdout = '';
   let stderr = '';
   const readLine = line === undefined ? undefined : async () => line;
-  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine });
+  const code = await runCli(argv, { stdout: (t) => void (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine });
   return { code, stdout, stderr, json: () => JSON.parse(stdout) };
 }
 

@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { AppError } from '../../src/domain/errors.js';
 import type { JobRecord } from '../../src/domain/jobs/records.js';
 import { ImageJobs } from '../../src/domain/jobs/service.js';
+import { JobWatcher } from '../../src/domain/jobs/watch.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import type { DefinitionService, KeyAuthenticator } from '../../src/domain/ports.js';
 import type { KeyPrincipal } from '../../src/domain/principal.js';
@@ -115,7 +116,7 @@ beforeAll(async () => {
   const services: GraphQLServices = {
     keys,
     jobs,
-    jobEvents: events,
+    jobWatch: new JobWatcher({ jobs, changes: events }),
     definitions: { lookup: (p, k) => definitionImpl(p, k) },
     balances: { balances: async (ids) => ids.map((id) => credits.balances.get(id) ?? null) },
     idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),
@@ -268,7 +269,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
     const services: GraphQLServices = {
       keys,
       jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null, cancel: async () => ({}) as never },
-      jobEvents: events,
+      jobWatch: { watch: async () => ({}) as never },
       definitions: { lookup: (p, k) => definitionImpl(p, k) },
       balances: { balances: async (ids) => ids.map(() => 1) },
       idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),

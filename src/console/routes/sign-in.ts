@@ -2,15 +2,17 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sessionCookieName } from '../../edge/auth.js';
 import { clientMeta } from '../context.js';
 import { issueFormToken } from '../form-token.js';
+import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { signInPage } from '../views/signin.js';
 import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 /** Sign in (GET the form, POST it) and sign out: the only console doors open without a session. */
-const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> = async (app, s) => {
+const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'> & { signupOpen: boolean }> = async (app, s) => {
   app.get<{ Querystring: { next?: string } }>('/sign-in', OPTIONAL_SESSION, async (request, reply) => {
     if (request.consoleCaller) return reply.code(303).header('location', safeNext(request.query.next)).send();
-    return sendHtml(reply, signInPage({ formToken: issueFormToken(reply), next: safeNext(request.query.next, '') }));
+    const notice = queryParam(request, 'reset') === '1' ? 'Your new password is set. Sign in with it.' : undefined;
+    return sendHtml(reply, signInPage({ formToken: issueFormToken(reply), next: safeNext(request.query.next, ''), notice, signupOpen: s.signupOpen }));
   });
 
   app.post<{ Body: { email?: unknown; password?: unknown; next?: unknown } }>('/sign-in', OPTIONAL_SESSION, async (request, reply) => {
@@ -21,10 +23,10 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> =
       if (result.reason === 'throttled') {
         reply.code(429).header('retry-after', String(result.retryAfterSeconds));
         const minutes = Math.ceil(result.retryAfterSeconds / 60);
-        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply) }));
+        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply), signupOpen: s.signupOpen }));
       }
       reply.code(401);
-      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply) }));
+      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply), signupOpen: s.signupOpen }));
     }
     // A fresh session id at every sign-in; any session this browser had before is ended.
     const previous = app.parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
@@ -43,11 +45,11 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> =
 
 export default signInRoutes;
 
-function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
+export function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
   reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), token, cookieOptions(request)));
 }
 
-function clearSessionCookie(reply: FastifyReply, request: FastifyRequest): void {
+export function clearSessionCookie(reply: FastifyReply, request: FastifyRequest): void {
   reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), '', { ...cookieOptions(request), maxAge: 0 }));
 }
 

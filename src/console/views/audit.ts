@@ -18,6 +18,10 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'console.signed_out': 'Signed out',
   'console.session_ended': 'Session ended',
   'client_token.created': 'Client token created',
+  'user.password_changed': 'Password changed',
+  'user.password_reset': 'Password reset',
+  'user.2fa_enabled': 'Two-factor authentication enabled',
+  'user.2fa_disabled': 'Two-factor authentication disabled',
 };
 
 /** The Details column: what the entry is about, in words. */

@@ -5,6 +5,7 @@ import { generateToken, hashToken, isWellFormedToken } from './format.js';
 import type { ClientTokenRecord, ClientTokenStore } from './records.js';
 import { isExactOrigin, parseMintRequest, TOKEN_TTL, type MintRequest } from './request.js';
 import { CLIENT_SCOPES, type ClientScope } from './scopes.js';
+import { keyHas, keyMayRun } from '../operations/access.js';
 
 
 /** A minted token as shown once. */
@@ -42,10 +43,15 @@ export class ClientTokens {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** An API key's mint (REST and GraphQL): a client token or a console user cannot mint this way. */
+  /**
+   * An API key's mint (REST and GraphQL): a client token or a console user cannot mint this way. The
+   * token gets only scopes its key has (asking for more is a 400; the default is the key's own).
+   */
   async mint(principal: Principal, input: unknown, actor: AuditActor): Promise<MintedToken> {
     if (principal.token || principal.keyId === null) throw new AppError('api_key_required');
-    return this.create(principal, parseMintRequest(input), actor);
+    if (!keyMayRun(principal, 'createClientToken')) throw new AppError('key_permission');
+    const keyScopes = CLIENT_SCOPES.filter((scope) => keyHas(principal, scope));
+    return this.create(principal, parseMintRequest(input, keyScopes), actor);
   }
 
   /**

@@ -161,3 +161,14 @@ export interface ImageWorkQueue {
   /** Indexes of the job that still have a live queue entry (scheduled or running). */
   queuedIndexes(jobId: string): Promise<Set<number>>;
 }
+
+/**
+ * Changes to jobs as they are stored, from whichever process made them (the gateway's job events: a
+ * change stream or a poll). Listeners get the stored record; who may see it is decided by the watcher.
+ */
+export interface JobChangeFeed {
+  /** Calls `listener` with the job after each of its changes, until the returned function is called. */
+  subscribe(jobId: string, listener: (job: JobRecord) => void): () => void;
+  /** Resolves once changes are being watched: every change committed after that is delivered. */
+  ready(): Promise<void>;
+}
