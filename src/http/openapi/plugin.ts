@@ -54,6 +54,14 @@ const EVENT_DATA: Record<WebhookEventType, { description: string; data: object }
     description: "A charge took the balance below the account's threshold (once per crossing).",
     data: { type: 'object', required: ['credits', 'threshold'], properties: { credits: { type: 'integer' }, threshold: { type: 'integer' } } },
   },
+  'key.expiring': {
+    description: "An API key's expiry is 7 days away or nearer (once per key and expiry).",
+    data: {
+      type: 'object',
+      required: ['id', 'name', 'prefix', 'expiresAt'],
+      properties: { id: { type: 'string' }, name: { type: 'string' }, prefix: { type: 'string' }, expiresAt: { type: 'string', format: 'date-time' } },
+    },
+  },
   'credits.recharge_failed': {
     description: 'An automatic recharge was declined or could not be made; automatic recharge is now off.',
     data: {
