@@ -100,7 +100,8 @@ describe.skipIf(!launched.browser)('buying credits in Chromium', { timeout: SLOW
 
     // The credits show once Stripe's event has granted them: the page's own refresh link.
     await until(async () => {
-      if ((await shownBalance(page)) === 110) return true;
+      // The balance moves with the grant; the row says Paid once the purchase is marked granted, just after.
+      if ((await shownBalance(page)) === 110 && /Paid/.test((await page.getByRole('table').textContent()) ?? '')) return true;
       await page.getByRole('link', { name: 'refresh' }).click();
       await page.getByRole('heading', { level: 1, name: 'Billing' }).waitFor();
       return false;
