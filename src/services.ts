@@ -21,6 +21,7 @@ import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
 import { MongoIdempotencyStore } from './data/idempotency.js';
 import { MongoKeyStore } from './data/keys.js';
+import { MongoKeyCreditStore } from './data/key-credits.js';
 import { MongoRateLimitCounter } from './data/rate-limits.js';
 import { AuditLog } from './domain/audit/service.js';
 import { withTokenBudgets } from './domain/client-tokens/budget.js';
@@ -188,6 +189,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     audit: auditStore,
     host,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
+    keyCredits: new MongoKeyCreditStore(connection),
   });
   const keys = createKeyServices({
     keys: keyStore,
