@@ -53,3 +53,6 @@ export type CallSource = string;
 export function sourceOf(principal: Principal): CallSource {
   return principal.keyId ?? 'console';
 }
+
+/** Whose key a charge is held by: the key's credit limit, when it has one (a principal is one). */
+export type ChargeHolder = Pick<Principal, 'keyId' | 'creditLimit'>;
