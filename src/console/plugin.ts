@@ -25,20 +25,24 @@ import type { Config } from '../config.js';
 import type { BaseUrlOf } from '../http/routes/types.js';
 import { consoleErrorHandler, consoleNotFound } from './errors.js';
 import { checkFormToken } from './form-token.js';
+import { requireTwoFactor } from './two-factor-gate.js';
 import { consoleCsp, imageOriginSource, securityHeaders } from './headers.js';
 import assetRoutes from './routes/assets.js';
 import auditRoutes from './routes/audit.js';
 import explorerRoutes from './routes/explorer.js';
+import invitationRoutes from './routes/invitations.js';
 import jobRoutes from './routes/jobs.js';
 import keyRoutes from './routes/keys.js';
 import overviewRoutes from './routes/overview.js';
 import playgroundRoutes from './routes/playground.js';
 import sessionRoutes from './routes/sessions.js';
 import passwordResetRoutes from './routes/password-reset.js';
+import secondFactorRoutes from './routes/second-factor.js';
 import settingsRoutes from './routes/settings.js';
 import signInRoutes from './routes/sign-in.js';
 import signUpRoutes from './routes/sign-up.js';
 import type { ConsoleServices } from './routes/types.js';
+import teamRoutes from './routes/team.js';
 import usageRoutes from './routes/usage.js';
 import webhookRoutes from './routes/webhooks.js';
 
@@ -63,6 +67,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(formbody, { bodyLimit: 64 * 1024 });
       scope.addHook('onSend', securityHeaders(csp));
       scope.addHook('preHandler', checkFormToken);
+      scope.addHook('onRequest', requireTwoFactor);
       scope.setErrorHandler(consoleErrorHandler);
       scope.setNotFoundHandler(consoleNotFound);
 
@@ -71,7 +76,8 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       // With SIGNUP=invite the sign-up page and its links do not exist (404).
       if (config.SIGNUP === 'open') await scope.register(signUpRoutes, { signUp: s.signUp, sessions: s.sessions, baseUrlOf });
       await scope.register(passwordResetRoutes, { passwords: s.passwords, baseUrlOf });
-      await scope.register(settingsRoutes, { passwords: s.passwords });
+      await scope.register(secondFactorRoutes, { signIn: s.signIn, sessions: s.sessions });
+      await scope.register(settingsRoutes, { passwords: s.passwords, twoFactor: s.twoFactor });
       await scope.register(overviewRoutes, { credits: s.credits, usage: s.usage, lowBalance: config.LOW_BALANCE_THRESHOLD });
       await scope.register(keyRoutes, { keys: s.keys, host });
       await scope.register(usageRoutes, { usage: s.usage, keys: s.keys });
@@ -80,6 +86,8 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobWatch: s.jobWatch, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
+      await scope.register(teamRoutes, { team: s.team, invitations: s.invitations, sessions: s.sessions, host, baseUrlOf });
+      await scope.register(invitationRoutes, { invitations: s.invitations, sessions: s.sessions, host });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },

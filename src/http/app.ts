@@ -66,7 +66,7 @@ export interface BuildAppOptions {
   /** Where Fastify's own logger writes JSON lines (default stdout). */
   logStream?: { write(line: string): void };
   /** Told of every route as it is registered (the security suite checks that none escapes it). */
-  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined; permission: string | undefined }) => void;
 }
 
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -117,8 +117,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   if (opts.onRoute) {
     const report = opts.onRoute;
     app.addHook('onRoute', (route) => {
-      const config = route.config as { auth?: string; operation?: string } | undefined;
-      report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation });
+      const config = route.config as { auth?: string; operation?: string; permission?: string } | undefined;
+      report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation, permission: config?.permission });
     });
   }
   registerHttps(app, config.PUBLIC_BASE_URL);
@@ -137,7 +137,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   const credentials = createCredentials({ keys: services.authenticator, tokens: services.clientTokens });
   registerEdgeAuth(app, {
     credentials,
-    sessions: services.console.sessions,
+    sessions: services.console.callers,
     consoleOrigins: config.PUBLIC_BASE_URL ? [new URL(config.PUBLIC_BASE_URL).origin] : [],
   });
 
@@ -186,8 +186,11 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      team: services.console.team,
+      invitations: services.console.invitations,
       signUp: services.console.signUp,
       passwords: services.console.passwords,
+      twoFactor: services.console.twoFactor,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },
