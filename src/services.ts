@@ -21,6 +21,7 @@ import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
 import { MongoIdempotencyStore } from './data/idempotency.js';
 import { MongoKeyStore } from './data/keys.js';
+import { MongoKeyCreditStore } from './data/key-credits.js';
 import { MongoRateLimitCounter } from './data/rate-limits.js';
 import { AuditLog } from './domain/audit/service.js';
 import { withTokenBudgets } from './domain/client-tokens/budget.js';
@@ -65,6 +66,7 @@ import { createEmailSender } from './providers/email/index.js';
 import { MongoCredentialStore } from './data/credentials.js';
 import { PasswordService } from './domain/identity/password-reset.js';
 import { SignUpService } from './domain/identity/signup.js';
+import { TwoFactorService } from './domain/identity/two-factor.js';
 import { observeLowCredits, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, type ImageWork } from '../workers/services.js';
 
 export interface ConsoleServices {
@@ -79,6 +81,8 @@ export interface ConsoleServices {
   readonly invitations: Invitations;
   readonly signUp: SignUpService;
   readonly passwords: PasswordService;
+  /** TOTP second factor; `isEnabled(userId)` tells whether a user has it. */
+  readonly twoFactor: TwoFactorService;
 }
 
 export interface Services {
@@ -195,6 +199,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     audit: auditStore,
     host,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
+    keyCredits: new MongoKeyCreditStore(connection),
   });
   const keys = createKeyServices({
     keys: keyStore,
@@ -245,10 +250,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team });
   const credentialStore = new MongoCredentialStore(connection);
   const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
+  const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
   const consoleServices: ConsoleServices = {
     users,
     sessions,
-    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
     signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     team,
@@ -264,6 +270,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
       hasher,
       audit: auditStore,
     }),
+    twoFactor,
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });

@@ -2,11 +2,12 @@ import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection } from 'mongodb';
 import type { KeyPermission } from '../domain/keys/permissions.js';
 import type { KeyRecord, KeySettingsChange, KeyStore, NewKey } from '../domain/keys/records.js';
+import type { KeyExpiryStore } from '../domain/keys/sweep.js';
 import { apiKeyModel, type ApiKeyDoc } from './models/api-key.js';
 import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
 
 /** API keys on MongoDB (collection `api_keys`). */
-export class MongoKeyStore implements KeyStore {
+export class MongoKeyStore implements KeyStore, KeyExpiryStore {
   private readonly model: Model<ApiKeyDoc>;
   readonly collection: Collection<ApiKeyDoc>;
 
@@ -109,6 +110,23 @@ export class MongoKeyStore implements KeyStore {
       { returnDocument: 'after' },
     );
     return changed ? toRecord(changed) : this.findById(keyId);
+  }
+
+  async expiringUnannounced(now: Date, until: Date, limit: number): Promise<KeyRecord[]> {
+    const docs = await this.collection
+      .find({ expiresAt: { $gt: now, $lte: until }, deletedAt: null, expiringNotifiedAt: null })
+      .sort({ expiresAt: 1 })
+      .limit(limit)
+      .toArray();
+    return docs.map(toRecord);
+  }
+
+  async markExpiringAnnounced(keyId: string, expiresAt: Date, at: Date): Promise<boolean> {
+    const _id = toObjectId(keyId);
+    if (!_id) return false;
+    // Not updatedAt: an announcement is not a change of settings.
+    const res = await this.collection.updateOne({ _id, expiresAt, expiringNotifiedAt: null }, { $set: { expiringNotifiedAt: at } });
+    return res.modifiedCount === 1;
   }
 
   async recordUse(uses: readonly { keyId: string; at: Date }[]): Promise<void> {

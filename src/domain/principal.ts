@@ -11,11 +11,19 @@ export interface Principal {
   readonly userId?: string;
   /** Set when a client token (minted by the key `keyId`) authenticated the call. */
   readonly token?: ClientTokenGrant;
-  /** What the key `keyId` allows, as verified for this call (for a client token: its minting key's). */
-  readonly key?: KeyGrant;
+  /**
+   * What the key (`keyId`: the caller's, or the one that minted its client token) may do; absent: every
+   * permission (a key stored without a list, or a console user). The operation catalog names the
+   * permission each operation needs.
+   */
+  readonly permissions?: readonly KeyPermission[];
+  /** The key's own rate limit per minute; absent or null: the server's RATE_LIMIT_PER_MINUTE. */
+  readonly rateLimitPerMinute?: number | null;
+  /** The key's credit limit: a charge reserves on the key too; absent or null: none (issue 24). */
+  readonly creditLimit?: number | null;
 }
 
-/** A verified key's own rules: its permissions, rate limit, credit limit and expiry (issue 24). */
+/** A verified key's own rules, as a principal carries them (for a client token: its minting key's). */
 export interface KeyGrant {
   /** Every permission for a key stored without a list. */
   readonly permissions: readonly KeyPermission[];
@@ -23,7 +31,6 @@ export interface KeyGrant {
   readonly rateLimitPerMinute: number | null;
   /** Null: no credit limit (charges reserve nothing on the key). */
   readonly creditLimit: number | null;
-  readonly expiresAt: Date | null;
 }
 
 /** What a client token allows: it acts for its key's account, within these bounds. */
@@ -46,3 +53,6 @@ export type CallSource = string;
 export function sourceOf(principal: Principal): CallSource {
   return principal.keyId ?? 'console';
 }
+
+/** Whose key a charge is held by: the key's credit limit, when it has one (a principal is one). */
+export type ChargeHolder = Pick<Principal, 'keyId' | 'creditLimit'>;

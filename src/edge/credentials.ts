@@ -49,10 +49,10 @@ export function createCredentials(deps: { keys: KeyAuthenticator; tokens?: Token
       const check = await tokens!.verify(token, origin);
       if (!check.ok) throw new AppError(check.reason);
       // A key's tokens count against its rate limit; the console's own tokens have no key.
-      const rateLimit = check.principal.keyId !== null ? await keys.admit(check.principal.keyId, 1, check.principal.key) : null;
+      const rateLimit = check.principal.keyId !== null ? await keys.admit(check.principal.keyId, 1, check.principal) : null;
       return { principal: check.principal, rateLimit };
     },
-    count: async (principal, units) => (principal.keyId !== null && units > 0 ? keys.admit(principal.keyId, units, principal.key) : null),
+    count: async (principal, units) => (principal.keyId !== null && units > 0 ? keys.admit(principal.keyId, units, principal) : null),
     onRevoked: (listener) => keys.onRevoked(listener),
   };
 }

@@ -190,6 +190,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       invitations: services.console.invitations,
       signUp: services.console.signUp,
       passwords: services.console.passwords,
+      twoFactor: services.console.twoFactor,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },

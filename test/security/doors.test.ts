@@ -30,6 +30,8 @@ const PUBLIC = new Map<string, string>([
   ['POST /console/forgot-password', 'asking for a reset link: the same answer for any address'],
   ['GET /console/reset-password', 'the emailed reset link: its single-use token is the authority'],
   ['POST /console/reset-password', 'setting a new password with the reset link'],
+  ['GET /console/sign-in/verify', 'the code step of a sign-in with two-factor authentication (its challenge cookie opens nothing else)'],
+  ['POST /console/sign-in/verify', 'the code after the password: the single-use challenge cookie is the authority'],
   ['GET /openapi.json', 'the REST API\'s OpenAPI document: describes the API, holds nothing of anyone\'s'],
   ['GET /docs', 'the API reference page (Swagger UI, from node_modules)'],
   ['GET /docs/json', 'the same document, where Swagger UI fetches it'],

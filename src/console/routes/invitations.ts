@@ -4,7 +4,7 @@ import { clientMeta } from '../context.js';
 import { issueFormToken } from '../form-token.js';
 import { sendHtml } from '../render.js';
 import { invitationGonePage, joinPage, wrongUserPage } from '../views/invitations.js';
-import { setSessionCookie } from './sign-in.js';
+import { setSessionCookie } from '../session-cookie.js';
 import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 /**

@@ -4,9 +4,9 @@ import { fieldError, tooManyAttempts } from '../form-errors.js';
 import { issueFormToken } from '../form-token.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
+import { clearSessionCookie } from '../session-cookie.js';
 import { forgotPasswordPage, resetPasswordPage } from '../views/password.js';
 import { linkExpiredPage } from '../views/signup.js';
-import { clearSessionCookie } from './sign-in.js';
 import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 const FORGOT_AGAIN = { href: '/console/forgot-password', label: 'Send a new reset link' };

@@ -1,9 +1,9 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sessionCookieName } from '../../edge/auth.js';
 import { clientMeta } from '../context.js';
 import { issueFormToken } from '../form-token.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
+import { clearSessionCookie, setChallenge, setSessionCookie } from '../session-cookie.js';
 import { signInPage } from '../views/signin.js';
 import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
@@ -20,6 +20,10 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'> & 
     const result = await s.signIn.signIn(body.email, body.password, clientMeta(request));
     const email = typeof body.email === 'string' ? body.email.slice(0, 254) : '';
     if (!result.ok) {
+      if (result.reason === 'second_factor') {
+        setChallenge(reply, request, result.challenge);
+        return reply.code(303).header('location', '/console/sign-in/verify').send();
+      }
       if (result.reason === 'throttled') {
         reply.code(429).header('retry-after', String(result.retryAfterSeconds));
         const minutes = Math.ceil(result.retryAfterSeconds / 60);
@@ -44,18 +48,6 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'> & 
 };
 
 export default signInRoutes;
-
-export function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
-  reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), token, cookieOptions(request)));
-}
-
-export function clearSessionCookie(reply: FastifyReply, request: FastifyRequest): void {
-  reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), '', { ...cookieOptions(request), maxAge: 0 }));
-}
-
-function cookieOptions(request: FastifyRequest) {
-  return { httpOnly: true, sameSite: 'strict' as const, path: '/', secure: request.servedOverHttps };
-}
 
 /** Only console paths: a `next` parameter never sends anyone to another site. */
 function safeNext(next: string | undefined, fallback = '/console'): string {

@@ -1,13 +1,11 @@
-import type { FastifyRequest } from 'fastify';
-import { sessionCookieName } from '../../edge/auth.js';
 import type { BaseUrlOf } from '../../http/routes/types.js';
 import { clientMeta } from '../context.js';
 import { fieldError, tooManyAttempts } from '../form-errors.js';
 import { issueFormToken } from '../form-token.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
+import { endPreviousSession, setSessionCookie } from '../session-cookie.js';
 import { checkEmailPage, linkExpiredPage, signUpPage } from '../views/signup.js';
-import { setSessionCookie } from './sign-in.js';
 import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 type Form = { accountName?: unknown; email?: unknown; password?: unknown };
@@ -48,12 +46,6 @@ const signUpRoutes: ConsoleRoute<Pick<ConsoleServices, 'signUp' | 'sessions'> & 
 };
 
 export default signUpRoutes;
-
-/** The session this browser had before a new one starts (as sign-in does). */
-export async function endPreviousSession(request: FastifyRequest, sessions: ConsoleServices['sessions']): Promise<void> {
-  const previous = request.server.parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
-  if (previous) await sessions.end(previous);
-}
 
 function text(value: unknown, max: number): string {
   return typeof value === 'string' ? value.slice(0, max) : '';

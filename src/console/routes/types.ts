@@ -13,6 +13,7 @@ import type { TeamService } from '../../domain/team/members.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
 import type { PasswordService } from '../../domain/identity/password-reset.js';
 import type { SignUpService } from '../../domain/identity/signup.js';
+import type { TwoFactorService } from '../../domain/identity/two-factor.js';
 
 /** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
 export interface ConsoleServices {
@@ -34,6 +35,8 @@ export interface ConsoleServices {
   signUp: Pick<SignUpService, 'request' | 'verify'>;
   /** Password reset by email and change in Settings. */
   passwords: Pick<PasswordService, 'requestReset' | 'canReset' | 'reset' | 'change'>;
+  /** The user's TOTP second factor (Settings). */
+  twoFactor: Pick<TwoFactorService, 'status' | 'beginSetup' | 'pendingSetup' | 'enable' | 'disable'>;
   webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 

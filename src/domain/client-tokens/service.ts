@@ -110,7 +110,7 @@ export class ClientTokens {
         keyId: record.keyId,
         ...(record.userId ? { userId: record.userId } : {}),
         token: { tokenId: record.id, origins: record.origins, scopes: record.scopes, maxCredits: record.maxCredits, expiresAt: record.expiresAt },
-        ...(key ? { key } : {}),
+        ...key,
       },
     };
   }

@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
 import type { KeyAdmission, KeyAuthenticator } from '../ports.js';
-import type { KeyGrant, KeyPrincipal } from '../principal.js';
+import type { KeyPrincipal, Principal } from '../principal.js';
 import type { LastUsedRecorder } from './last-used.js';
 import { rateLimitedError, type RateLimitOutcome, type RateLimiter } from './rate-limit.js';
 import type { RevocationReason, Revocations } from './revocations.js';
@@ -18,7 +18,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   async authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
     const result = await this.deps.verifier.verify(authorization);
     if (!result.ok) throw new AppError(result.reason);
-    return { principal: result.principal, rateLimit: await this.count(result.principal.keyId, cost, result.principal.key) };
+    return { principal: result.principal, rateLimit: await this.count(result.principal.keyId, cost, result.principal) };
   }
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
@@ -27,7 +27,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
     return principal;
   }
 
-  admit(keyId: string, cost = 1, key?: Pick<KeyGrant, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null> {
+  admit(keyId: string, cost = 1, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null> {
     return this.count(keyId, cost, key);
   }
 
@@ -43,7 +43,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
    * The rate limit's verdict under the key's own limit or the server's (null: none applies, and no
    * database work); notes an admitted use.
    */
-  private async count(keyId: string, cost: number, key?: Pick<KeyGrant, 'rateLimitPerMinute'>) {
+  private async count(keyId: string, cost: number, key?: Pick<Principal, 'rateLimitPerMinute'>) {
     const limit = this.deps.limiter.limitFor(key?.rateLimitPerMinute);
     const rateLimit = limit > 0 ? await this.deps.limiter.take(keyId, cost, limit) : null;
     if (!rateLimit || rateLimit.ok) this.deps.lastUsed.note(keyId);

@@ -6,13 +6,14 @@ import type { Revocations } from './revocations.js';
 
 /** Expected outcomes of checking a key are values; the edge turns a refusal into the contract's 401. */
 export type VerifyResult =
-  | { ok: true; principal: KeyPrincipal & { key: KeyGrant } }
+  | { ok: true; principal: KeyPrincipal & KeyGrant }
   | { ok: false; reason: 'missing_authorization' | 'invalid_api_key_format' | 'invalid_api_key' | 'api_key_expired' };
 
 interface CachedKey {
   keyId: string;
   accountId: string;
   grant: KeyGrant;
+  expiresAt: Date | null;
   /** The key's settings version (updatedAt, ms) when it was read. */
   version: number;
 }
@@ -146,12 +147,12 @@ export class KeyVerifier {
 
   private admit(entry: CachedKey): VerifyResult {
     if (this.expired(entry)) return { ok: false, reason: 'api_key_expired' };
-    this.watchExpiry(entry.keyId, entry.grant.expiresAt);
-    return { ok: true, principal: { accountId: entry.accountId, keyId: entry.keyId, key: entry.grant } };
+    this.watchExpiry(entry.keyId, entry.expiresAt);
+    return { ok: true, principal: { accountId: entry.accountId, keyId: entry.keyId, ...entry.grant } };
   }
 
   private expired(entry: CachedKey): boolean {
-    return entry.grant.expiresAt !== null && entry.grant.expiresAt.getTime() <= this.now().getTime();
+    return entry.expiresAt !== null && entry.expiresAt.getTime() <= this.now().getTime();
   }
 
   /** The active key by id (deleted, expired or unknown: null), scheduling its expiry. */
@@ -160,7 +161,7 @@ export class KeyVerifier {
     if (!record || record.deletedAt) return null;
     const entry = toCached(record);
     if (this.expired(entry)) return null;
-    this.watchExpiry(keyId, entry.grant.expiresAt);
+    this.watchExpiry(keyId, entry.expiresAt);
     return entry;
   }
 
@@ -213,10 +214,9 @@ export function grantOf(record: KeyRecord): KeyGrant {
     permissions: effectiveKeyPermissions(record.permissions),
     rateLimitPerMinute: record.rateLimitPerMinute ?? null,
     creditLimit: record.creditLimit ?? null,
-    expiresAt: record.expiresAt ?? null,
   };
 }
 
 function toCached(record: KeyRecord): CachedKey {
-  return { keyId: record.id, accountId: record.accountId, grant: grantOf(record), version: record.updatedAt?.getTime() ?? 0 };
+  return { keyId: record.id, accountId: record.accountId, grant: grantOf(record), expiresAt: record.expiresAt ?? null, version: record.updatedAt?.getTime() ?? 0 };
 }

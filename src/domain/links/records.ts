@@ -1,7 +1,10 @@
 /** Persistence of single-use link tokens (src/data/link-tokens.ts and test fakes). */
 
-/** What a link is for; each purpose's tokens are good for that purpose only. */
-export type LinkPurpose = 'verify_email' | 'reset_password' | 'invitation';
+/**
+ * What a token is for; each purpose's tokens are good for that purpose only. `second_factor` is not
+ * emailed: it is the cookie of a sign-in whose password was right and whose code is still awaited.
+ */
+export type LinkPurpose = 'verify_email' | 'reset_password' | 'invitation' | 'second_factor';
 
 /** Plain values only: the payload is stored as a document. */
 export type LinkPayload = Readonly<Record<string, string | number | boolean | null>>;

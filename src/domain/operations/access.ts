@@ -9,13 +9,13 @@ import type { Principal } from '../principal.js';
 import { OPERATIONS, type OperationName, type OperationSpec } from './catalog.js';
 
 /** True when the caller's key has the operation's permission (a key stored without a list has every one). */
-export function keyMayRun(principal: Pick<Principal, 'key'>, name: OperationName): boolean {
+export function keyMayRun(principal: Pick<Principal, 'permissions'>, name: OperationName): boolean {
   return keyHas(principal, OPERATIONS[name].permission);
 }
 
 /** True when the caller's key has `permission` (console callers, with no key, have every one). */
-export function keyHas(principal: Pick<Principal, 'key'>, permission: KeyPermission): boolean {
-  return !principal.key || principal.key.permissions.includes(permission);
+export function keyHas(principal: Pick<Principal, 'permissions'>, permission: KeyPermission): boolean {
+  return !principal.permissions || principal.permissions.includes(permission);
 }
 
 /**
