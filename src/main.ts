@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   }
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
-  const services = await buildServices(config, { connection });
+  const services = await buildServices(config, { connection, emailLog: say });
   // Production never gets a demo: its key and password would be printed into the process's logs.
   const demo = config.NODE_ENV === 'production' ? null : await createDemoAccount(services, connection);
 

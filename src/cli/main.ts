@@ -14,14 +14,23 @@ import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.
 import type { AuditActor } from '../domain/audit/types.js';
 import { isAppError } from '../domain/errors.js';
 import { processOutput } from './process-io.js';
+import type { KeySettingsInput } from '../domain/keys/settings.js';
 import { buildAdminServices, type AdminServices } from './services.js';
 
 export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MONGODB_URI)
 
   account create --name N [--credits C]     create an account      → {"accountId","name","credits"}
   credits grant --account ID --amount C     add credits (audited)  → {"accountId","credits"}
-  key create --account ID --name N          create an API key      → {"id","key","prefix","name","createdAt"} (key shown once)
-  key list --account ID                     list the account's keys
+  key create --account ID --name N [settings]
+                                            create an API key      → {"id","key","prefix","name","createdAt"} (key shown once)
+      settings: --expires-at ISO|never  --credit-limit N|none  --refill daily|monthly|none
+                --rate-limit N|none  --permissions lookup,generate,read,client_tokens,webhooks
+  key update --id KEYID [settings]          change a key's settings (audited); an absent one stays
+                                            → the key as key list shows it
+  key roll --id KEYID [--grace D]           a new key with the old one's name and settings (shown once);
+                                            the old key keeps working for D (0 default, 30s, 1h, 24h, 7d)
+                                            → {"id","key","prefix","oldKeyExpiresAt"}
+  key list --account ID                     list the account's keys with every setting
   key delete --id KEYID                     revoke a key (audited) → {"id","deletedAt"}
   audit export --account ID                 audit entries, one JSON object per line
   user create --account ID --email E --password-stdin
@@ -90,10 +99,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
 type Parsed = { command: string; values: Record<string, string | undefined> };
 
+const KEY_SETTING_OPTIONS = ['expires-at', 'credit-limit', 'refill', 'rate-limit', 'permissions'];
+
 const COMMANDS: Record<string, { required: string[]; optional: string[] }> = {
   'account create': { required: ['name'], optional: ['credits'] },
   'credits grant': { required: ['account', 'amount'], optional: [] },
-  'key create': { required: ['account', 'name'], optional: [] },
+  'key create': { required: ['account', 'name'], optional: KEY_SETTING_OPTIONS },
+  'key update': { required: ['id'], optional: KEY_SETTING_OPTIONS },
+  'key roll': { required: ['id'], optional: ['grace'] },
   'key list': { required: ['account'], optional: [] },
   'key delete': { required: ['id'], optional: [] },
   'audit export': { required: ['account'], optional: [] },
@@ -117,6 +130,12 @@ function parse(argv: readonly string[]): Parsed {
       from: { type: 'string' },
       to: { type: 'string' },
       email: { type: 'string' },
+      'expires-at': { type: 'string' },
+      'credit-limit': { type: 'string' },
+      refill: { type: 'string' },
+      'rate-limit': { type: 'string' },
+      permissions: { type: 'string' },
+      grace: { type: 'string' },
       // Never a password on the command line (shell history, ps): it comes on stdin.
       'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -152,12 +171,18 @@ async function execute({ command, values }: Parsed, services: AdminServices, io:
       return print({ accountId, credits });
     }
     case 'key create': {
-      const created = await services.keys.create(values.account!.trim().toLowerCase(), values.name, actor);
+      const created = await services.keys.create(values.account!.trim().toLowerCase(), values.name, actor, keySettings(values));
       return print({ id: created.id, key: created.key, prefix: created.prefix, name: created.name, createdAt: created.createdAt });
     }
+    case 'key update': {
+      return print(await services.keys.update(values.id, keySettings(values), actor));
+    }
+    case 'key roll': {
+      const rolled = await services.keys.roll(values.id, values.grace ?? '0', actor);
+      return print({ id: rolled.id, key: rolled.key, prefix: rolled.prefix, oldKeyExpiresAt: rolled.oldKeyExpiresAt });
+    }
     case 'key list': {
-      const keys = await services.keys.list(values.account!.trim().toLowerCase());
-      return print(keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, deletedAt: k.deletedAt })));
+      return print(await services.keys.list(values.account!.trim().toLowerCase()));
     }
     case 'key delete': {
       const deleted = await services.keys.delete(values.id, actor);
@@ -196,6 +221,27 @@ async function readStdinLine(): Promise<string> {
     if (text.includes('\n')) break;
   }
   return text.split(/\r?\n/)[0] ?? '';
+}
+
+/** The key settings given as options; `never` / `none` clear one. The service checks the rules. */
+function keySettings(values: Record<string, string | undefined>): KeySettingsInput {
+  const settings: KeySettingsInput = {};
+  const expires = values['expires-at']?.trim();
+  if (expires !== undefined) settings.expiresAt = expires === 'never' ? null : expires;
+  const limit = (option: string) => {
+    const text = values[option]?.trim();
+    if (text === undefined) return undefined;
+    if (text === 'none') return null;
+    if (!/^\d{1,15}$/.test(text)) throw new Error(`--${option} must be a positive integer or none, got "${text}"`);
+    return Number(text);
+  };
+  if (values['credit-limit'] !== undefined) settings.creditLimit = limit('credit-limit');
+  if (values['rate-limit'] !== undefined) settings.rateLimitPerMinute = limit('rate-limit');
+  const refill = values.refill?.trim();
+  if (refill !== undefined) settings.refill = refill === 'none' ? null : refill;
+  const permissions = values.permissions?.trim();
+  if (permissions !== undefined) settings.permissions = permissions === '' ? [] : permissions.split(',').map((p) => p.trim());
+  return settings;
 }
 
 /** Strict: "10" yes; "10.5", "1e3", "-1", "" no (the service then names the rule). */

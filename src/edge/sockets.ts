@@ -12,6 +12,7 @@ import { CloseCode } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import { AppError } from '../domain/errors.js';
 import { rateLimitedError } from '../domain/keys/rate-limit.js';
+import type { RevocationReason } from '../domain/keys/revocations.js';
 import type { Logger } from '../domain/logger.js';
 import type { Principal } from '../domain/principal.js';
 import type { CredentialCheck, Credentials } from './credentials.js';
@@ -65,7 +66,7 @@ const ENDING_GRACE_MS = 200;
 
 export class SocketCallers {
   /** Key id → the connections it opened, directly or through its client tokens (console tokens have none). */
-  private readonly byKey = new Map<string, Set<() => void>>();
+  private readonly byKey = new Map<string, Set<(reason: RevocationReason) => void>>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -77,8 +78,8 @@ export class SocketCallers {
       maxSubscriptions: number;
     },
   ) {
-    this.unsubscribe = deps.credentials.onRevoked((keyId) => {
-      for (const end of this.byKey.get(keyId) ?? []) end();
+    this.unsubscribe = deps.credentials.onRevoked((keyId, reason) => {
+      for (const end of this.byKey.get(keyId) ?? []) end(reason);
     });
   }
 
@@ -135,9 +136,10 @@ export class SocketCallers {
       // Subscriptions end with an UNAUTHENTICATED error first; then the connection goes.
       setTimeout(() => socket.close(code, text), caller.active ? ENDING_GRACE_MS : 0).unref();
     };
-    const revoked = () => end(new AppError(principal.token ? 'invalid_client_token' : 'invalid_api_key'));
+    const revoked = (reason: RevocationReason) =>
+      end(new AppError(principal.token ? 'invalid_client_token' : reason === 'expired' ? 'api_key_expired' : 'invalid_api_key'));
     const keyId = principal.keyId;
-    let set: Set<() => void> | undefined;
+    let set: Set<(reason: RevocationReason) => void> | undefined;
     if (keyId !== null) {
       set = this.byKey.get(keyId);
       if (!set) this.byKey.set(keyId, (set = new Set()));

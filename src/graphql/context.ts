@@ -4,6 +4,7 @@ import type { Principal } from '../domain/principal.js';
 import type { JobView } from '../domain/jobs/types.js';
 import type { Idempotency } from '../domain/idempotency/service.js';
 import type { ClientTokens } from '../domain/client-tokens/service.js';
+import type { KeySummary } from '../domain/keys/manager.js';
 
 /** The domain services the GraphQL door calls: the same objects REST calls. */
 export interface GraphQLServices {
@@ -14,6 +15,8 @@ export interface GraphQLServices {
   /** `jobStatus`: a job's changes as the caller may see them. */
   jobWatch: JobWatch;
   idempotency: Pick<Idempotency, 'run'>;
+  /** The calling key's settings (`me { key }`); absent: null. */
+  apiKeys?: { get(keyId: string): Promise<KeySummary> };
   /** Minting client tokens (`createClientToken`); absent: the mutation answers NOT_FOUND. */
   tokens?: Pick<ClientTokens, 'mint' | 'verify'>;
 }

@@ -165,6 +165,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     config,
     services: {
       keys: services.authenticator,
+      apiKeys: services.keys,
       tokens: services.clientTokens,
       balances: services.balances,
       idempotency: services.idempotency,
@@ -185,6 +186,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      signUp: services.console.signUp,
+      passwords: services.console.passwords,
+      twoFactor: services.console.twoFactor,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },

@@ -39,7 +39,7 @@ class FakeKeys implements KeyAuthenticator {
     [KEY_A, { accountId: '0'.repeat(23) + 'a', keyId: '1'.repeat(23) + 'a', deleted: false }],
     [KEY_B, { accountId: '0'.repeat(23) + 'b', keyId: '1'.repeat(23) + 'b', deleted: false }],
   ]);
-  private readonly listeners = new Set<(keyId: string) => void>();
+  private readonly listeners = new Set<(keyId: string, reason: "deleted" | "expired") => void>();
 
   async authenticate(header: string | undefined): Promise<KeyPrincipal> {
     const m = /^Bearer (\S+)$/.exec(header ?? '');
@@ -59,14 +59,14 @@ class FakeKeys implements KeyAuthenticator {
   async isActive(keyId: string) {
     return [...this.keys.values()].some((k) => k.keyId === keyId && !k.deleted);
   }
-  onRevoked(listener: (keyId: string) => void) {
+  onRevoked(listener: (keyId: string, reason: "deleted" | "expired") => void) {
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
   }
   delete(key: string) {
     const k = this.keys.get(key)!;
     k.deleted = true;
-    for (const l of this.listeners) l(k.keyId);
+    for (const l of this.listeners) l(k.keyId, "deleted");
   }
 }
 

@@ -1,3 +1,4 @@
+import type { ChargeHolder } from '../principal.js';
 import type { UsageTag } from '../usage/types.js';
 import type { FinalJobStatus, ImageStatus, JobStatus } from './types.js';
 
@@ -142,7 +143,8 @@ export interface JobCredits {
    * Atomically deducts `amount`, counted as one call of `usage`; AppError insufficient_credits when the
    * balance is too low. Returns the new balance.
    */
-  charge(accountId: string, amount: number, opId: string, usage: UsageTag): Promise<number>;
+  /** `holder`: the calling key, whose credit limit (if any) must allow the charge too (key_credit_limit). */
+  charge(accountId: string, amount: number, opId: string, usage: UsageTag, holder?: ChargeHolder): Promise<number>;
   /** Gives `amount` back, counted as refunded credits of `usage`. */
   refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index?: number; keyId: string | null; reason: string }, usage: UsageTag): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
