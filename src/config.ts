@@ -188,15 +188,22 @@ export function loadConfig(env: ConfigInput | NodeJS.ProcessEnv = process.env): 
 }
 
 /**
- * What only the gateway process needs (workers and the CLI build no URLs and serve no HTTP): in
- * production, image URLs must not take their base from whatever Host header a client sends.
+ * What only the gateway process needs (workers and the CLI build no URLs, serve no HTTP and already
+ * require MONGODB_URI): in production, image URLs must not take their base from whatever Host header a
+ * client sends, and the database is a real one (the embedded server is a development dependency).
  */
 export function checkGatewayConfig(config: Config): void {
-  if (config.NODE_ENV === 'production' && !config.PUBLIC_BASE_URL && !config.ALLOWED_HOSTS) {
-    throw new ConfigError(
-      'Invalid configuration:\n  PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
+  if (config.NODE_ENV !== 'production') return;
+  const problems: string[] = [];
+  if (!config.PUBLIC_BASE_URL && !config.ALLOWED_HOSTS) {
+    problems.push(
+      'PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
     );
   }
+  if (!config.MONGODB_URI) {
+    problems.push('MONGODB_URI: is required when NODE_ENV=production (the embedded database is for development and tests only; use a MongoDB replica set)');
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
 }
 
 /** WEBHOOK_RETRY_SCHEDULE in milliseconds (validated when the config was loaded). */

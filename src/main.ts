@@ -7,7 +7,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import type { Connection } from 'mongoose';
 import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
 import { connectDatabase, isDatabaseUnavailableError } from './data/connection.js';
@@ -20,14 +19,12 @@ import { startConfiguredImageWorker, type RunningWorker } from '../workers/image
 async function main(): Promise<void> {
   const config = loadConfig();
   checkGatewayConfig(config);
-  let embedded: EmbeddedMongo | undefined;
+  let embedded: DevDatabase | undefined;
   let uri = config.MONGODB_URI;
   if (!uri) {
     const dbPath = path.resolve(config.DATA_DIR, 'db');
     await mkdir(dbPath, { recursive: true });
-    // Loaded only here: it is a devDependency, absent from production installs (`npm ci --omit=dev`).
-    const { startEmbeddedMongo } = await import('@credit-gateway/embedded-mongo');
-    embedded = await startEmbeddedMongo({ port: 0, dbPath });
+    embedded = await startDevDatabase(dbPath);
     // The database name goes into the URI printed below, so other processes open the same database.
     uri = `${embedded.uri.replace(/\/?$/, '/')}gateway`;
     say(`MONGODB_URI is not set: started the embedded database at ${uri} (files in ${dbPath}).`);
@@ -103,6 +100,32 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** What main needs of the embedded database. */
+interface DevDatabase {
+  uri: string;
+  stop(): Promise<void>;
+}
+
+/** The embedded server (never in production: checkGatewayConfig requires MONGODB_URI there). */
+const EMBEDDED_MONGO = '@credit-gateway/embedded-mongo';
+
+/**
+ * Loaded only here, by a specifier the compiler does not follow: the package is a devDependency, run
+ * as TypeScript through tsx, absent from production installs (`npm ci --omit=dev`), and never part of
+ * the compiled build.
+ */
+async function startDevDatabase(dbPath: string): Promise<DevDatabase> {
+  let mod: { startEmbeddedMongo(options: { port: number; dbPath: string }): Promise<DevDatabase> };
+  try {
+    mod = (await import(EMBEDDED_MONGO)) as typeof mod;
+  } catch (err) {
+    throw new ConfigError(
+      `Invalid configuration:\n  MONGODB_URI: is not set, and the embedded database cannot be loaded here (${(err as { code?: string }).code ?? (err as Error).message}): it is a development dependency run through tsx (npm start). Set MONGODB_URI, or start one with \`npm run db\` in a development checkout.`,
+    );
+  }
+  return mod.startEmbeddedMongo({ port: 0, dbPath });
 }
 
 /** The demo, seeded by whichever instance claims it first (see DemoSeeder). */
