@@ -8,7 +8,7 @@
  * Builds first when dist/ is missing. Deadlines are generous and every wait is a poll: CI is busy.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** What the runtime stage copies (the Dockerfile's COPY lines say the same). */
-const RUNTIME_FILES = ['package.json', 'package-lock.json', 'patches', 'packages/embedded-mongo/package.json', 'bin', 'dist'];
+const RUNTIME_FILES = ['package.json', 'package-lock.json', 'patches', 'packages/embedded-mongo/package.json', 'bin', 'dist', 'deploy/entrypoint.sh'];
 /** Packages that must not be in a production install. */
 const DEV_ONLY = ['tsx', 'typescript', 'vitest', 'esbuild', '@credit-gateway/embedded-mongo'];
 const MINUTE = 60_000;
@@ -33,8 +33,8 @@ function fail(message: string): never {
 }
 
 /** Starts a process whose output is echoed with a prefix; resolves `waitFor` on the first matching line. */
-function start(name: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
-  const child = spawn(process.execPath, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(name: string, command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
+  const child = spawn(command, args, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.push(child);
   const lines: string[] = [];
   const waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];
@@ -104,10 +104,10 @@ async function main(): Promise<void> {
   }
 
   step('embedded database from the development checkout');
-  const db = start('db', ['--import', 'tsx/esm', 'packages/embedded-mongo/src/cli.ts', '--port=0'], { cwd: root, env: process.env });
+  const db = start('db', process.execPath, ['--import', 'tsx/esm', 'packages/embedded-mongo/src/cli.ts', '--port=0'], { cwd: root, env: process.env });
   const [, dbUri] = await db.waitFor(/MONGODB_URI=(\S+)/, 'MONGODB_URI line');
   const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
+    PATH: `${path.dirname(process.execPath)}:${process.env.PATH}`,
     HOME: process.env.HOME,
     NODE_ENV: 'production',
     MONGODB_URI: `${dbUri!.replace(/\/?$/, '/')}smoke`,
@@ -118,17 +118,24 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
   };
 
-  step('admin CLI (bin/gateway-cli.js on the build): an account and a key');
-  const account = JSON.parse(run(process.execPath, ['bin/gateway-cli.js', 'account', 'create', '--name', 'smoke', '--credits', '10'], scratch, env)) as { accountId: string };
-  const { key } = JSON.parse(run(process.execPath, ['bin/gateway-cli.js', 'key', 'create', '--account', account.accountId, '--name', 'smoke'], scratch, env)) as { key: string };
+  // Every process through the image's entrypoint, as the container runs it (node first on PATH).
+  const entrypoint = ['deploy/entrypoint.sh'];
+  step('admin CLI (the entrypoint\'s cli: bin/gateway-cli.js on the build): an account and a key');
+  const account = JSON.parse(run('sh', [...entrypoint, 'cli', 'account', 'create', '--name', 'smoke', '--credits', '10'], scratch, env)) as { accountId: string };
+  const { key } = JSON.parse(run('sh', [...entrypoint, 'cli', 'key', 'create', '--account', account.accountId, '--name', 'smoke'], scratch, env)) as { key: string };
 
   step('built gateway and worker');
-  const gateway = start('gateway', ['--enable-source-maps', 'dist/src/main.js'], { cwd: scratch, env });
-  const worker = start('worker', ['--enable-source-maps', 'dist/workers/main.js'], { cwd: scratch, env: { ...env, LOG_LEVEL: 'info' } });
+  const gateway = start('gateway', 'sh', [...entrypoint, 'gateway'], { cwd: scratch, env });
+  const worker = start('worker', 'sh', [...entrypoint, 'worker'], { cwd: scratch, env: { ...env, LOG_LEVEL: 'info' } });
   const [, base] = await gateway.waitFor(/Gateway listening on (http:\/\/\S+) /, 'listening line');
 
   await poll('GET /readyz → 200', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined));
   step('ready');
+  // `exec node` in the entrypoint: the process started as sh is now node itself (PID 1 in a container).
+  for (const [name, proc] of [['gateway', gateway], ['worker', worker]] as const) {
+    const comm = readFileSync(`/proc/${proc.child.pid}/comm`, 'utf8').trim();
+    if (comm !== 'node') fail(`${name}: the entrypoint left "${comm}" in front of node (exec missing?)`);
+  }
 
   const auth = { Authorization: `Bearer ${key}`, 'Content-Type': 'application/json' };
   const lookup = await fetch(`${base}/api/playground/query`, { method: 'POST', headers: auth, body: JSON.stringify({ keyword: 'serendipity' }) });
@@ -151,6 +158,7 @@ async function main(): Promise<void> {
   if (image.status !== 200 || !image.headers.get('content-type')?.startsWith('image/')) fail(`image URL: ${image.status} ${image.headers.get('content-type')}`);
   step('image job completed; its image is served');
 
+  // `exec` in the entrypoint: the pid signalled is node's, and node's handlers drain and exit 0.
   step('SIGTERM: both exit 0');
   gateway.child.kill('SIGTERM');
   worker.child.kill('SIGTERM');
