@@ -168,7 +168,7 @@ const schema = z
 export type Config = Readonly<z.output<typeof schema>>;
 export type ConfigInput = Partial<Record<keyof z.input<typeof schema>, string | undefined>>;
 
-/** Every variable the gateway reads (the README's configuration table lists exactly these). */
+/** Every variable the gateway reads (docs/configuration.md's table lists exactly these). */
 export const CONFIG_KEYS = Object.keys(schema.shape) as (keyof z.input<typeof schema>)[];
 
 export class ConfigError extends Error {
