@@ -144,6 +144,9 @@ const schema = z
     /** Lets webhooks go to loopback, private and link-local addresses: development and tests only. */
     WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
 
+    /** Prometheus metrics (`GET /metrics`) on this port of HOST, gateway and worker alike; unset: none. */
+    METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+
     GRAPHQL_INTROSPECTION: bool(true),
     GRAPHQL_MAX_DEPTH: int(8, 1),
     GRAPHQL_MAX_ALIASES: int(15, 0),
@@ -159,6 +162,9 @@ const schema = z
     }
     if (c.IMAGE_PROVIDER === 'openai' && !c.IMAGE_API_URL) {
       ctx.addIssue({ code: 'custom', path: ['IMAGE_API_URL'], message: 'is required when IMAGE_PROVIDER=openai' });
+    }
+    if (c.METRICS_PORT !== undefined && c.METRICS_PORT !== 0 && c.METRICS_PORT === c.PORT) {
+      ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT (metrics are never served on the API port)' });
     }
     if (c.HEADERS_TIMEOUT_MS > c.REQUEST_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['HEADERS_TIMEOUT_MS'], message: 'must not exceed REQUEST_TIMEOUT_MS' });

@@ -13,6 +13,8 @@ import { connectDatabase, isDatabaseUnavailableError } from './data/connection.j
 import { MongoSeedClaimStore } from './data/demo-seed-claim.js';
 import { DEMO_CREDITS, DemoSeeder, type DemoAccount } from './domain/demo/seed.js';
 import { buildApp } from './http/app.js';
+import { PrometheusMetrics } from './metrics/prometheus.js';
+import { startMetricsServer, type MetricsServer } from './metrics/server.js';
 import { buildServices, type Services } from './services.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
 
@@ -32,11 +34,13 @@ async function main(): Promise<void> {
   }
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
-  const services = await buildServices(config, { connection });
+  // METRICS_PORT set: the domain, the edge and the doors count into one registry, served on its own port.
+  const metrics = config.METRICS_PORT === undefined ? undefined : new PrometheusMetrics();
+  const services = await buildServices(config, { connection, metrics });
   // Production never gets a demo: its key and password would be printed into the process's logs.
   const demo = config.NODE_ENV === 'production' ? null : await createDemoAccount(services, connection);
 
-  const app = await buildApp({ config, services });
+  const app = await buildApp({ config, services, metrics });
   // The same backstop as a standalone worker's: a database error that escapes a background task
   // during an outage is logged, not fatal (work resumes when the database is back); anything else is a
   // fault, and the process exits.
@@ -49,6 +53,12 @@ async function main(): Promise<void> {
   const { port } = app.server.address() as { port: number };
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
   say(`Gateway listening on ${base} (services: ${config.SERVICES.join(', ')}).`);
+  let metricsServer: MetricsServer | undefined;
+  if (metrics) {
+    metrics.observe({ databaseUp: () => !services.health.knownDown(), queueDepth: () => services.imageJobs.queue.depth() });
+    metricsServer = await startMetricsServer(metrics, { port: config.METRICS_PORT!, host: config.HOST });
+    say(`Metrics on ${base.replace(/:\d+$/, `:${metricsServer.port}`)}/metrics.`);
+  }
   if (config.NODE_ENV === 'production' && (await services.credits.isEmpty())) {
     say('Empty database: no demo account in production; create accounts and keys with the admin CLI (npm run cli).');
   }
@@ -86,6 +96,7 @@ async function main(): Promise<void> {
       // and WebSockets (1001).
       await app.close();
       clearTimeout(forceClose);
+      await metricsServer?.close();
       // Running images finish (drain); queued ones stay in the queue for any other worker.
       await worker?.stop(Math.max(0, deadline - budget * 0.2 - Date.now()));
       await services.close();

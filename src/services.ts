@@ -51,6 +51,7 @@ import { MongoUsageStore } from './data/usage.js';
 import type { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { LowCreditsAlerts } from './domain/webhooks/low-credits.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
+import type { DomainMetrics } from './domain/metrics.js';
 import { UsageService } from './domain/usage/service.js';
 
 export interface ConsoleServices {
@@ -124,6 +125,8 @@ export interface ServiceDeps {
   rateLimitNow?: () => number;
   /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
   idempotencyLockMs?: number;
+  /** Told where the domain decides (charges, refunds, jobs, images, deliveries); default: nothing counted. */
+  metrics?: DomainMetrics;
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -157,6 +160,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     accounts: accountStore,
     audit: auditStore,
     host,
+    metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state) =>
       late.alerts?.observe(accountId, balance, state)?.catch((err: unknown) => log.warn({ err }, 'webhooks: credits.low check failed')),
   });
@@ -168,6 +172,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     rateLimits,
     rateLimitNow: deps.rateLimitNow,
+    onRateLimited: deps.metrics && (() => deps.metrics!.rateLimited()),
     onBackgroundError: (err) => log.warn({ err }, 'keys: background write failed'),
   });
   const provider = deps.definitionProvider ?? (await createDefinitionProvider(config));
@@ -190,6 +195,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     role: deps.role ?? 'gateway',
     log,
     webhookResolver: deps.webhookResolver,
+    metrics: deps.metrics,
   });
   late.alerts = imageJobs.webhooks.alerts;
   // Started lazily by the first subscriber: workers and the CLI build services too and never watch.

@@ -11,6 +11,7 @@ import { MongoAccountStore } from '../src/data/accounts.js';
 import { MongoAuditStore } from '../src/data/audit.js';
 import { CreditService } from '../src/domain/credits/service.js';
 import { silentLogger, type Logger } from '../src/domain/logger.js';
+import type { DomainMetrics } from '../src/domain/metrics.js';
 import type { LowCreditsAlerts } from '../src/domain/webhooks/low-credits.js';
 import type { HostResolver } from '../src/domain/webhooks/ports.js';
 import type { ImageProvider } from '../src/providers/images/types.js';
@@ -32,6 +33,8 @@ export interface WorkerServiceDeps {
   host?: string;
   /** Replaces DNS for webhook URLs (tests). */
   webhookResolver?: HostResolver;
+  /** Told where the domain decides (refunds, jobs, images, deliveries); default: nothing counted. */
+  metrics?: DomainMetrics;
 }
 
 export async function buildWorkerServices(config: Config, deps: WorkerServiceDeps): Promise<WorkerServices> {
@@ -46,9 +49,10 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
     accounts: accountStore,
     audit: auditStore,
     host: deps.host ?? hostname(),
+    metrics: deps.metrics,
     onBalanceChanged: async (accountId, balance, state) => late.alerts?.observe(accountId, balance, state),
   });
-  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: 'worker', log, webhookResolver: deps.webhookResolver });
+  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: 'worker', log, webhookResolver: deps.webhookResolver, metrics: deps.metrics });
   late.alerts = imageJobs.webhooks.alerts;
   return {
     imageJobs,

@@ -11,6 +11,7 @@ import { JobSettlement } from '../domain/jobs/settlement.js';
 import { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
 import { JobSweeper } from '../domain/jobs/sweep.js';
 import { silentLogger, type Logger } from '../domain/logger.js';
+import type { DomainMetrics } from '../domain/metrics.js';
 import { createImageProvider, type ImageProvider } from '../providers/images/index.js';
 import { GridFsImageStore } from '../storage/gridfs.js';
 import type { ImageStore } from '../storage/types.js';
@@ -46,6 +47,8 @@ export async function openImageJobs(deps: {
   log?: Logger;
   /** Replaces DNS for webhook URLs (tests). */
   webhookResolver?: HostResolver;
+  /** Told of jobs ending, images generated and delivery attempts. */
+  metrics?: DomainMetrics;
 }): Promise<ImageJobsModule> {
   const { config, connection, credits } = deps;
   const db = connection.db;
@@ -66,13 +69,14 @@ export async function openImageJobs(deps: {
     // readyState 1 = connected; the driver reports a lost server at once (broken sockets, heartbeats).
     databaseReachable: () => connection.readyState === 1,
   });
-  const webhooks = await openWebhooks({ config, connection, imageQueue: queue, signer, log: deps.log ?? silentLogger, resolve: deps.webhookResolver });
+  const webhooks = await openWebhooks({ config, connection, imageQueue: queue, signer, log: deps.log ?? silentLogger, resolve: deps.webhookResolver, metrics: deps.metrics });
   const reconnected = () => queue.errors.recovered();
   connection.on('reconnected', reconnected);
   // One settlement for the three doors into a job's end (cancel, runs, sweep): a hook on jobs ending goes there.
   const settlement = new JobSettlement({
     jobs: store,
     credits,
+    metrics: deps.metrics,
     // A publish that fails here is redone by the webhook sweep (the job keeps its eventPending flag).
     onEnded: (job) =>
       webhooks.publisher.publishJob(job.id).then(
@@ -98,6 +102,7 @@ export async function openImageJobs(deps: {
     images,
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     maxAttempts: config.IMAGE_MAX_ATTEMPTS,
+    metrics: deps.metrics,
     // A missed heartbeat is harmless while the next one lands in time; in an outage they all fail.
     log: (msg, extra) => queue.errors.report(extra?.err ?? new Error(msg), 'heartbeat'),
   });

@@ -6,6 +6,7 @@ import { MongoDeliveryStore, MongoEndpointStore } from '../data/webhooks.js';
 import type { ImageUrlSigner } from '../domain/jobs/signed-urls.js';
 import { toJobView } from '../domain/jobs/view.js';
 import type { Logger } from '../domain/logger.js';
+import type { DomainMetrics } from '../domain/metrics.js';
 import { WebhookDeliverer } from '../domain/webhooks/deliverer.js';
 import { WebhookEndpoints } from '../domain/webhooks/endpoints.js';
 import { LowCreditsAlerts } from '../domain/webhooks/low-credits.js';
@@ -39,6 +40,7 @@ export async function openWebhooks(deps: {
   /** Tests inject a resolver (a name resolving to loopback) and may inject a transport. */
   resolve?: HostResolver;
   transport?: WebhookTransport;
+  metrics?: DomainMetrics;
 }): Promise<WebhooksModule> {
   const { config, connection, log } = deps;
   if (!connection.db) throw new Error('openWebhooks needs a connected database');
@@ -71,6 +73,7 @@ export async function openWebhooks(deps: {
       allowPrivate,
       scheduleMs: webhookRetrySchedule(config),
       timeoutMs: WEBHOOK_TIMEOUT_MS,
+      metrics: deps.metrics,
     }),
     sweeper: new WebhookSweeper({ outbox, lowCredits, deliveries, queue, publisher }),
     queue,

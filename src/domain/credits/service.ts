@@ -1,6 +1,7 @@
 import { AppError, UnreachableCaseError, invalid } from '../errors.js';
 import type { CreditBalances } from '../ports.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
+import { noMetrics, type DomainMetrics } from '../metrics.js';
 import type { UsageTag } from '../usage/types.js';
 import type { AccountRecord, AccountStore, ApplyResult } from './records.js';
 
@@ -17,6 +18,8 @@ export interface CreditServiceDeps {
    * await (the common case: the balance crossed nothing) is `undefined`, and costs the charge no promise.
    */
   onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void> | undefined;
+  /** Told of every charge and refund of usage that applied (a replay under the same op id is not). */
+  metrics?: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
 }
 
 /** Why a refund happened, recorded on its audit entry. */
@@ -42,9 +45,11 @@ export interface RefundInfo {
  */
 export class CreditService implements CreditBalances {
   private readonly now: () => Date;
+  private readonly metrics: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
 
   constructor(private readonly deps: CreditServiceDeps) {
     this.now = deps.now ?? (() => new Date());
+    this.metrics = deps.metrics ?? noMetrics;
   }
 
   async createAccount(name: unknown, credits: unknown, actor: AuditActor): Promise<AccountRecord> {
@@ -77,6 +82,7 @@ export class CreditService implements CreditBalances {
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
     const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
     if (alert) await alert.catch(() => undefined);
+    if (result.kind === 'applied' && usage) this.metrics.creditsCharged(usage.service, amount);
     switch (result.kind) {
       case 'applied':
       case 'already_applied':
@@ -98,6 +104,7 @@ export class CreditService implements CreditBalances {
   async refund(accountId: string, amount: number, opId: string | null, info: RefundInfo, usage?: UsageTag, actor?: AuditActor): Promise<void> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, amount, opId, usage && { ...usage, at: this.now() });
+    if (result.kind === 'applied' && usage) this.metrics.creditsRefunded(usage.service, amount);
     await this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
   }
 

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../../config.js';
 import { createCredentials, type Credentials } from '../../edge/credentials.js';
+import type { TransportMetrics } from '../../edge/metrics.js';
 import { hostPolicy, type HostPolicy } from '../../edge/host.js';
 import type { GraphQLServices } from '../../graphql/context.js';
 import type { BaseUrlOf } from '../routes/types.js';
@@ -37,6 +38,8 @@ export interface GraphQLDoorOptions {
   hostAllowed?: HostPolicy;
   /** True while the database is known down: upgrades and socket operations are refused at once. */
   databaseDown?: () => boolean;
+  /** Told of every operation (HTTP and WebSocket) and every WebSocket opened and closed. */
+  metrics?: Pick<TransportMetrics, 'graphqlOperation' | 'websocketOpened' | 'websocketClosed'>;
 }
 
 /** Registers `/graphql` (HTTP and WebSocket) on `app`. Call before `app.listen()`/`app.ready()`. */
@@ -45,7 +48,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
   const execution = await buildExecution(config);
   const credentials = opts.credentials ?? createCredentials({ keys: services.keys });
-  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, credentials, execution, baseUrlOf });
+  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, credentials, execution, baseUrlOf, metrics: opts.metrics });
   const sockets = attachSocketDoor(app, {
     path: GRAPHQL_PATH,
     config,
@@ -55,6 +58,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     baseUrlOf,
     hostAllowed: opts.hostAllowed ?? hostPolicy(undefined),
     databaseDown: opts.databaseDown ?? (() => false),
+    metrics: opts.metrics,
   });
 
   let socketsClosing: Promise<void> | undefined;
