@@ -43,16 +43,16 @@ import { createDefinitionProvider } from './providers/definitions/index.js';
 import type { ImageProvider } from './providers/images/types.js';
 import { argon2Hasher } from './providers/passwords/argon2.js';
 import type { PasswordHasher } from './domain/console/passwords.js';
-import { openImageJobs, type ImageJobsModule } from './queue/image-jobs.js';
 import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
 import type { ImageJobService } from './domain/ports.js';
-import type { ImageFiles } from './domain/jobs/files.js';
+import { ImageFiles } from './domain/jobs/files.js';
+import { ImageJobs } from './domain/jobs/service.js';
 import { MongoUsageStore } from './data/usage.js';
-import type { WebhookEndpoints } from './domain/webhooks/endpoints.js';
-import type { LowCreditsAlerts } from './domain/webhooks/low-credits.js';
+import { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
 import type { DomainMetrics } from './domain/metrics.js';
 import { UsageService } from './domain/usage/service.js';
+import { observeLowCredits, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, type ImageWork } from '../workers/services.js';
 
 export interface ConsoleServices {
   readonly users: UserService;
@@ -85,8 +85,8 @@ export interface Services {
   readonly jobs: ImageJobService;
   /** Stored images behind signed URLs. */
   readonly imageFiles: ImageFiles;
-  /** The image-jobs module: queue, runner and sweep, for the in-process worker. */
-  readonly imageJobs: ImageJobsModule;
+  /** The queue, runner, sweeps and deliveries, for the in-process worker (IN_PROCESS_WORKER). */
+  readonly imageJobs: ImageWork;
   /** Cross-process job changes (GraphQL `jobStatus`, the console's live playground). */
   readonly jobEvents: JobEvents;
   /** Readiness: does the database answer? */
@@ -145,8 +145,9 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const idempotencyStore = new MongoIdempotencyStore(connection);
   const tokenStore = new MongoClientTokenStore(connection);
   const rateLimits = new MongoRateLimitCounter(connection);
+  const usageStore = new MongoUsageStore(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits].map((store) =>
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore].map((store) =>
       store.init(),
     ),
   );
@@ -154,15 +155,17 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
 
-  // Bound once the webhooks exist (they ride on the image queue, which needs the credits first).
-  const late: { alerts?: LowCreditsAlerts } = {};
+  // The queue and the webhooks first: the credits tell the low-balance alert of every balance change,
+  // and image jobs are settled with those credits (workers/services.ts wires the same for a worker).
+  const queue = await openImageQueue(config, { connection, role: deps.role ?? 'gateway', log });
+  const signer = await openImageUrlSigner(config, connection);
+  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver, metrics: deps.metrics });
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
     host,
     metrics: deps.metrics,
-    onBalanceChanged: (accountId, balance, state) =>
-      late.alerts?.observe(accountId, balance, state)?.catch((err: unknown) => log.warn({ err }, 'webhooks: credits.low check failed')),
+    onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
   });
   const keys = createKeyServices({
     keys: keyStore,
@@ -184,21 +187,22 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     onCacheError: (err) => log.warn({ err }, 'definitions: cache failed'),
   });
   const audit = new AuditLog({ store: auditStore, accounts: accountStore });
-  const usage = await openUsage(connection);
+  // Usage metering's reader (the counting happens in every charge's balance update).
+  const usage = new UsageService({ store: usageStore });
   const stopRollUps = usage.startRollUps({ everyMs: 3_600_000, onError: (err) => log.warn({ err }, 'usage: roll-up failed') });
 
-  const imageJobs = await openImageJobs({
-    config,
-    connection,
+  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
+  const jobs = new ImageJobs({
+    jobs: imageJobs.store,
     credits,
-    provider: deps.imageProvider,
-    role: deps.role ?? 'gateway',
-    log,
-    webhookResolver: deps.webhookResolver,
-    metrics: deps.metrics,
+    settlement: imageJobs.settlement,
+    queue,
+    signer,
+    limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    onBackgroundError: (err) => queue.errors.report(err, 'enqueue'),
   });
-  late.alerts = imageJobs.webhooks.alerts;
-  // Started lazily by the first subscriber: workers and the CLI build services too and never watch.
+  // Started lazily by the first subscriber: a gateway that no one subscribes to opens no stream.
   const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
 
   const hasher = deps.passwordHasher ?? argon2Hasher;
@@ -213,7 +217,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
-  const budgeted = withTokenBudgets({ definitions, jobs: imageJobs.service }, tokenStore, {
+  const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,
     maxPromptLength: config.MAX_PROMPT_LENGTH,
@@ -235,31 +239,29 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     audit,
     usage,
     keyFeedState: () => keyFeed.state,
-    jobs: imageJobs.service,
-    imageFiles: imageJobs.files,
+    jobs,
+    imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer }),
     imageJobs,
     jobEvents,
     health: databaseHealth(connection),
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
-    webhooks: imageJobs.webhooks.endpoints,
+    webhooks: new WebhookEndpoints({
+      ...webhooks.stores,
+      queue: webhooks.queue,
+      resolve: webhooks.resolve,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    }),
     async close() {
       stopRollUps();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await jobEvents.close();
-      await imageJobs.close();
+      await queue.close();
       await keys.close();
       await keyFeed.close();
       await closeProvider(provider);
     },
   };
-}
-
-/** Usage metering's reader (the counting happens in every charge's balance update). */
-export async function openUsage(connection: Connection): Promise<UsageService> {
-  const store = new MongoUsageStore(connection);
-  await store.init();
-  return new UsageService({ store });
 }
 
 async function closeProvider(provider: DefinitionProvider): Promise<void> {

@@ -4,9 +4,7 @@ import type { ImageRunner } from '../src/domain/jobs/runner.js';
 import type { JobSweeper } from '../src/domain/jobs/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
 import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
-import type { ImageJobsModule } from '../src/queue/image-jobs.js';
-import type { WebhooksModule } from '../src/queue/webhooks.js';
-import { defineWebhookHandlers, scheduleWebhookSweep } from './webhook-worker.js';
+import { defineWebhookHandlers, scheduleWebhookSweep, type WebhookHandlerDeps } from './webhook-worker.js';
 
 export interface ImageWorkerOptions {
   queue: ImageQueue;
@@ -17,7 +15,15 @@ export interface ImageWorkerOptions {
   sweepIntervalMs: number;
   log: Logger;
   /** Also deliver webhooks (their entries share the queue) and run their sweep. */
-  webhooks?: WebhooksModule;
+  webhooks?: WebhookHandlerDeps;
+}
+
+/** What a process running images hands the worker door (workers/services.ts builds it, for the gateway too). */
+export interface ImageWorkKit {
+  queue: ImageQueue;
+  runner: ImageRunner;
+  sweeper: JobSweeper;
+  webhooks: WebhookHandlerDeps;
 }
 
 export interface Logger {
@@ -41,7 +47,7 @@ export interface RunningWorker {
 }
 
 /** A worker on the image jobs module, tuned by the configuration (gateway in-process and standalone alike). */
-export function startConfiguredImageWorker(config: Config, imageJobs: ImageJobsModule, log: Logger): Promise<RunningWorker> {
+export function startConfiguredImageWorker(config: Config, imageJobs: ImageWorkKit, log: Logger): Promise<RunningWorker> {
   return startImageWorker({
     queue: imageJobs.queue,
     runner: imageJobs.runner,

@@ -1,25 +1,79 @@
 /**
- * Composition root of a standalone worker process: only what running image jobs needs. A worker
- * refunds failed images (credits, with their audit entries), claims and completes images (job store,
- * image store, provider), delivers webhooks and runs the queue and its sweeps. It serves no requests, so it builds no keys
- * or key change feed, no definitions, no job events for subscriptions.
+ * Composition root of a standalone worker process: only what running image jobs and delivering
+ * webhooks needs. A worker refunds failed images (credits, with their audit entries), claims and
+ * completes images (job store, image store, provider), publishes and delivers webhooks, and runs the
+ * queue and its sweeps. It serves no requests, so it builds no keys or key change feed, no
+ * definitions, no job service or job events for subscriptions.
+ *
+ * The gateway hosts a worker too (IN_PROCESS_WORKER), so its root builds the same work with the
+ * functions exported here: one definition of how the queue, webhooks and image work are wired,
+ * whichever process runs them. The order they are called in is the dependency order (no cycle):
+ * queue and signer → webhooks (the low-balance alert among them) → credits, told of every balance
+ * change → image work, which settles jobs with those credits.
  */
 import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
-import type { Config } from '../src/config.js';
+import { webhookRetrySchedule, type Config } from '../src/config.js';
 import { MongoAccountStore } from '../src/data/accounts.js';
 import { MongoAuditStore } from '../src/data/audit.js';
+import { MongoJobEventOutbox } from '../src/data/job-outbox.js';
+import { MongoJobStore } from '../src/data/jobs.js';
+import { loadOrCreateSigningSecret } from '../src/data/jobs-signing-secret.js';
+import { MongoLowCreditsStore } from '../src/data/low-credits.js';
+import { MongoDeliveryStore, MongoEndpointStore } from '../src/data/webhooks.js';
 import { CreditService } from '../src/domain/credits/service.js';
+import type { JobCredits } from '../src/domain/jobs/records.js';
+import { ImageRunner } from '../src/domain/jobs/runner.js';
+import { JobSettlement } from '../src/domain/jobs/settlement.js';
+import { ImageUrlSigner } from '../src/domain/jobs/signed-urls.js';
+import { JobSweeper } from '../src/domain/jobs/sweep.js';
+import { toJobView } from '../src/domain/jobs/view.js';
 import { silentLogger, type Logger } from '../src/domain/logger.js';
 import type { DomainMetrics } from '../src/domain/metrics.js';
-import type { LowCreditsAlerts } from '../src/domain/webhooks/low-credits.js';
-import type { HostResolver } from '../src/domain/webhooks/ports.js';
-import type { ImageProvider } from '../src/providers/images/types.js';
-import { openImageJobs, type ImageJobsModule } from '../src/queue/image-jobs.js';
+import { WEBHOOK_TIMEOUT_MS, WebhookDeliverer } from '../src/domain/webhooks/deliverer.js';
+import { LowCreditsAlerts } from '../src/domain/webhooks/low-credits.js';
+import type { HostResolver, WebhookTransport } from '../src/domain/webhooks/ports.js';
+import { WebhookPublisher } from '../src/domain/webhooks/publisher.js';
+import { WebhookSweeper } from '../src/domain/webhooks/sweep.js';
+import { createImageProvider, type ImageProvider } from '../src/providers/images/index.js';
+import { httpTransport, systemResolver } from '../src/providers/webhooks/http-transport.js';
+import { ImageQueue } from '../src/queue/image-queue.js';
+import { WebhookQueue } from '../src/queue/webhook-queue.js';
+import { GridFsImageStore } from '../src/storage/gridfs.js';
+import type { ImageStore } from '../src/storage/types.js';
+
+/** Webhooks as a process that publishes and delivers them has them. */
+export interface WebhookWork {
+  readonly publisher: WebhookPublisher;
+  /** `credits.low`: told of every balance change by the process's credit service. */
+  readonly alerts: LowCreditsAlerts;
+  readonly deliverer: WebhookDeliverer;
+  readonly sweeper: WebhookSweeper;
+  readonly queue: WebhookQueue;
+  /** The stores, for the gateway's endpoint service. */
+  readonly stores: { readonly endpoints: MongoEndpointStore; readonly deliveries: MongoDeliveryStore; readonly lowCredits: MongoLowCreditsStore };
+  /** Resolves webhook hosts (DNS; tests replace it). */
+  readonly resolve: HostResolver;
+}
+
+/** Image jobs as a process that runs them has them: what the worker door (workers/image-worker.ts) drives. */
+export interface ImageWork {
+  readonly queue: ImageQueue;
+  readonly store: MongoJobStore;
+  readonly signer: ImageUrlSigner;
+  readonly images: ImageStore;
+  readonly provider: ImageProvider;
+  /** The one settlement for the three doors into a job's end (cancel, runs, sweep). */
+  readonly settlement: JobSettlement;
+  readonly runner: ImageRunner;
+  readonly sweeper: JobSweeper;
+  /** Webhooks ride on the same queue; a job that ends publishes its event through them. */
+  readonly webhooks: WebhookWork;
+}
 
 export interface WorkerServices {
-  /** The queue, runner and sweep a worker runs (startConfiguredImageWorker). */
-  readonly imageJobs: ImageJobsModule;
+  /** The queue, runner, sweeps and deliveries a worker runs (startConfiguredImageWorker). */
+  readonly imageJobs: ImageWork;
   /** Stops the queue's background work. Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -43,19 +97,153 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
   const accountStore = new MongoAccountStore(connection);
   const auditStore = new MongoAuditStore(connection);
   await Promise.all([accountStore.init(), auditStore.init()]);
-  // Bound once the webhooks exist (they ride on the image queue, which needs the credits first).
-  const late: { alerts?: LowCreditsAlerts } = {};
+
+  const queue = await openImageQueue(config, { connection, role: 'worker', log });
+  const signer = await openImageUrlSigner(config, connection);
+  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver, metrics: deps.metrics });
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
     host: deps.host ?? hostname(),
     metrics: deps.metrics,
-    onBalanceChanged: async (accountId, balance, state) => late.alerts?.observe(accountId, balance, state),
+    onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
   });
-  const imageJobs = await openImageJobs({ config, connection, credits, provider: deps.imageProvider, role: 'worker', log, webhookResolver: deps.webhookResolver, metrics: deps.metrics });
-  late.alerts = imageJobs.webhooks.alerts;
+  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
   return {
     imageJobs,
-    close: () => imageJobs.close(),
+    async close() {
+      await queue.close();
+    },
   };
+}
+
+/** The process's one queue (one Agenda instance: a local enqueue wakes a local worker), named by its role. */
+export function openImageQueue(config: Config, deps: { connection: Connection; role: string; log?: Logger }): Promise<ImageQueue> {
+  const { connection } = deps;
+  if (!connection.db) throw new Error('openImageQueue needs a connected database');
+  return ImageQueue.open(connection.db, {
+    name: `${deps.role}@${hostname()}:${process.pid}`,
+    pollIntervalMs: config.QUEUE_POLL_INTERVAL_MS,
+    lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
+    concurrency: config.WORKER_CONCURRENCY,
+    notifications: config.QUEUE_NOTIFICATIONS,
+    log: deps.log,
+    // readyState 1 = connected; the driver reports a lost server at once (broken sockets, heartbeats).
+    databaseReachable: () => connection.readyState === 1,
+    reconnected: (listener) => {
+      connection.on('reconnected', listener);
+      return () => void connection.off('reconnected', listener);
+    },
+  });
+}
+
+/** URL_SIGNING_SECRET, or the secret every instance shares in the database. */
+export async function openImageUrlSigner(config: Config, connection: Connection): Promise<ImageUrlSigner> {
+  const secret = config.URL_SIGNING_SECRET ?? (await loadOrCreateSigningSecret(connection));
+  return new ImageUrlSigner(secret, config.IMAGE_URL_TTL_SECONDS);
+}
+
+export async function openWebhookWork(
+  config: Config,
+  deps: {
+    connection: Connection;
+    /** Deliveries ride on the process's queue (its Agenda instance). */
+    queue: ImageQueue;
+    signer: ImageUrlSigner;
+    log: Logger;
+    /** Tests inject a resolver (a name resolving to loopback) and may inject a transport. */
+    resolve?: HostResolver;
+    transport?: WebhookTransport;
+    /** Told how each delivery attempt ended. */
+    metrics?: DomainMetrics;
+  },
+): Promise<WebhookWork> {
+  const { connection, log } = deps;
+  if (!connection.db) throw new Error('openWebhookWork needs a connected database');
+  const endpoints = new MongoEndpointStore(connection);
+  const deliveries = new MongoDeliveryStore(connection);
+  const outbox = new MongoJobEventOutbox(connection);
+  const lowCredits = new MongoLowCreditsStore(connection);
+  await Promise.all([endpoints.init(), deliveries.init(), outbox.init(), lowCredits.init()]);
+  const queue = await WebhookQueue.open(deps.queue.agenda, connection.db);
+  const resolve = deps.resolve ?? systemResolver;
+  const publisher = new WebhookPublisher({
+    endpoints,
+    deliveries,
+    queue,
+    outbox,
+    lowCredits,
+    jobView: (job, baseUrl) => toJobView(job, deps.signer, baseUrl),
+    publicBaseUrl: config.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
+  });
+  return {
+    publisher,
+    alerts: new LowCreditsAlerts({ store: lowCredits, publisher, onBackgroundError: (err) => log.warn({ err }, 'webhooks: publishing credits.low failed') }),
+    deliverer: new WebhookDeliverer({
+      deliveries,
+      endpoints,
+      transport: deps.transport ?? httpTransport,
+      resolve,
+      allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      scheduleMs: webhookRetrySchedule(config),
+      timeoutMs: WEBHOOK_TIMEOUT_MS,
+      metrics: deps.metrics,
+    }),
+    sweeper: new WebhookSweeper({ outbox, lowCredits, deliveries, queue, publisher }),
+    queue,
+    stores: { endpoints, deliveries, lowCredits },
+    resolve,
+  };
+}
+
+/** The credit service's balance hook: the low-balance alert, whose failures are logged, never the charge's. */
+export function observeLowCredits(alerts: LowCreditsAlerts, log: Logger, ...change: Parameters<LowCreditsAlerts['observe']>): Promise<void> | undefined {
+  return alerts.observe(...change)?.catch((err: unknown) => log.warn({ err }, 'webhooks: credits.low check failed'));
+}
+
+export async function openImageWork(
+  config: Config,
+  deps: {
+    connection: Connection;
+    queue: ImageQueue;
+    signer: ImageUrlSigner;
+    credits: JobCredits;
+    webhooks: WebhookWork;
+    /** Defaults to the configured provider; tests pass their own. */
+    provider?: ImageProvider;
+    /** Told of jobs ending and images generated. */
+    metrics?: DomainMetrics;
+  },
+): Promise<ImageWork> {
+  const { connection, queue, credits, webhooks } = deps;
+  if (!connection.db) throw new Error('openImageWork needs a connected database');
+  const store = new MongoJobStore(connection);
+  await store.init();
+  const images = new GridFsImageStore(connection.db);
+  const provider = deps.provider ?? createImageProvider(config);
+  const settlement = new JobSettlement({
+    jobs: store,
+    credits,
+    metrics: deps.metrics,
+    // A publish that fails here is redone by the webhook sweep (the job keeps its eventPending flag).
+    onEnded: (job) =>
+      webhooks.publisher.publishJob(job.id).then(
+        () => undefined,
+        (err: unknown) => queue.errors.report(err, 'webhooks'),
+      ),
+  });
+  const runner = new ImageRunner({
+    jobs: store,
+    credits,
+    settlement,
+    provider,
+    images,
+    lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
+    maxAttempts: config.IMAGE_MAX_ATTEMPTS,
+    metrics: deps.metrics,
+    // A missed heartbeat is harmless while the next one lands in time; in an outage they all fail.
+    log: (msg, extra) => queue.errors.report(extra?.err ?? new Error(msg), 'heartbeat'),
+  });
+  const sweeper = new JobSweeper({ jobs: store, credits, queue, runner, lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS });
+  return { queue, store, signer: deps.signer, images, provider, settlement, runner, sweeper, webhooks };
 }

@@ -1,15 +1,23 @@
 import type { Agenda, Job } from 'agenda';
 import { UnreachableCaseError } from '../src/domain/errors.js';
-import { DELIVER_WEBHOOK, SWEEP_WEBHOOKS, deliverWebhookPayload } from '../src/queue/webhook-queue.js';
-import type { WebhooksModule } from '../src/queue/webhooks.js';
 import type { Logger } from '../src/domain/logger.js';
+import type { WebhookDeliverer } from '../src/domain/webhooks/deliverer.js';
+import type { WebhookSweeper } from '../src/domain/webhooks/sweep.js';
+import { DELIVER_WEBHOOK, SWEEP_WEBHOOKS, deliverWebhookPayload, type WebhookQueue } from '../src/queue/webhook-queue.js';
+
+/** What the webhook handlers call. */
+export interface WebhookHandlerDeps {
+  deliverer: Pick<WebhookDeliverer, 'attempt'>;
+  sweeper: Pick<WebhookSweeper, 'sweep'>;
+  queue: Pick<WebhookQueue, 'enqueue'>;
+}
 
 /**
  * The worker door for webhooks: a queue entry names a delivery; the deliverer makes one attempt and
  * says when the next is due, which becomes a new entry at that time. Defined before the queue starts.
  * No business rule lives here.
  */
-export function defineWebhookHandlers(agenda: Agenda, webhooks: WebhooksModule, opts: { concurrency: number; log: Logger }): void {
+export function defineWebhookHandlers(agenda: Agenda, webhooks: WebhookHandlerDeps, opts: { concurrency: number; log: Logger }): void {
   const { log } = opts;
   agenda.define(
     DELIVER_WEBHOOK,

@@ -16,9 +16,9 @@ import { CreditService } from '../domain/credits/service.js';
 import { LowCreditsAlerts } from '../domain/webhooks/low-credits.js';
 import { MongoLowCreditsStore } from '../data/low-credits.js';
 import { createKeyServices, type KeyManager } from '../domain/keys/index.js';
-import type { UsageService } from '../domain/usage/service.js';
+import { UsageService } from '../domain/usage/service.js';
+import { MongoUsageStore } from '../data/usage.js';
 import { argon2Hasher } from '../providers/passwords/argon2.js';
-import { openUsage } from '../services.js';
 
 export interface AdminServices {
   readonly credits: CreditService;
@@ -37,10 +37,11 @@ export async function buildAdminServices(deps: { connection: Connection; host?: 
   const auditStore = new MongoAuditStore(connection);
   const userStore = new MongoUserStore(connection);
   const sessionStore = new MongoSessionStore(connection);
-  await Promise.all([accountStore, keyStore, auditStore, userStore, sessionStore].map((store) => store.init()));
-  // A grant re-arms `credits.low`. The CLI runs no queue: an event it writes (only in a race with a
-  // charge) stays on the account, and a worker's webhook sweep publishes it.
-  const alerts = new LowCreditsAlerts({ store: new MongoLowCreditsStore(connection), publisher: { publishLowCredits: async () => {} } });
+  const usageStore = new MongoUsageStore(connection);
+  await Promise.all([accountStore, keyStore, auditStore, userStore, sessionStore, usageStore].map((store) => store.init()));
+  // A grant re-arms `credits.low`. The CLI runs no queue, so the alert has no publisher: an event it
+  // writes (only in a race with a charge) stays on the account, and a worker's webhook sweep publishes it.
+  const alerts = new LowCreditsAlerts({ store: new MongoLowCreditsStore(connection) });
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
@@ -49,5 +50,5 @@ export async function buildAdminServices(deps: { connection: Connection; host?: 
   });
   const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
   const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });
-  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: await openUsage(connection), users, close: () => keys.close() };
+  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: new UsageService({ store: usageStore }), users, close: () => keys.close() };
 }

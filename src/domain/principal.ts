@@ -1,4 +1,5 @@
 import type { ClientScope } from './client-tokens/scopes.js';
+import type { KeyPermission } from './keys/permissions.js';
 
 /** Who is calling: the plain value every service receives instead of a request or a GraphQL context. */
 export interface Principal {
@@ -10,6 +11,14 @@ export interface Principal {
   readonly userId?: string;
   /** Set when a client token (minted by the key `keyId`) authenticated the call. */
   readonly token?: ClientTokenGrant;
+  /**
+   * What the key (`keyId`: the caller's, or the one that minted its client token) may do; absent: every
+   * permission (a key stored without a list, or a console user). The operation catalog names the
+   * permission each operation needs.
+   */
+  readonly permissions?: readonly KeyPermission[];
+  /** The key's own rate limit per minute; absent or null: the server's RATE_LIMIT_PER_MINUTE. */
+  readonly rateLimitPerMinute?: number | null;
 }
 
 /** What a client token allows: it acts for its key's account, within these bounds. */

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
 import { rateLimitedError, type RateLimitOutcome } from '../domain/keys/rate-limit.js';
+import { isOperationName, type OperationName } from '../domain/operations/catalog.js';
 import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
 import { originVerdict } from './csrf.js';
@@ -25,6 +26,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: 'apiKey' | 'apiKeyOrToken' | 'session' | 'optional-session';
+    /** What an `auth: 'apiKey'` route runs, as the operation catalog names it (its permission and price). */
+    operation?: OperationName;
   }
 }
 
@@ -44,6 +47,13 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** Declares the request properties (decorateRequest) and authenticates every route that asks. */
 export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void {
+  // A REST route an API key calls runs an operation of the catalog, or it would run unpriced and unpermitted.
+  app.addHook('onRoute', (route) => {
+    const config = route.config as { auth?: string; operation?: unknown } | undefined;
+    if (config?.auth === 'apiKey' && !isOperationName(config.operation)) {
+      throw new Error(`${String(route.method)} ${route.url}: an API-key route names its operation of the catalog (config.operation)`);
+    }
+  });
   app.decorateRequest('principal', null);
   app.decorateRequest('consoleCaller', null);
   app.addHook('onRequest', async (request, reply) => {

@@ -17,6 +17,9 @@ export interface Admission {
   rateLimit: RateLimitOutcome | null;
 }
 
+/** A credential checked again: the caller as it is now, or why it may no longer call. */
+export type CredentialCheck = { ok: true; principal: Principal } | { ok: false; error: AppError };
+
 export interface Credentials {
   /** REST: an API key, or the contract's 401s; with its rate limit's verdict (the caller answers a refusal). */
   apiKey(authorization: string | undefined): Promise<KeyAdmission>;

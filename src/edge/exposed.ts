@@ -19,12 +19,22 @@ export function serves(config: Pick<Config, 'SERVICES'>, service: ServiceName): 
 }
 
 export function exposedOnly<T extends Sellable>(services: T, config: Pick<Config, 'SERVICES'>): T {
-  const off = async (): Promise<never> => {
-    throw new AppError('route_not_found');
-  };
   return {
     ...services,
-    definitions: serves(config, 'definitions') ? services.definitions : { lookup: off },
-    jobs: serves(config, 'images') ? services.jobs : { create: off, get: off, getMany: off, list: off, cancel: off, viewOf: () => null },
+    definitions: serves(config, 'definitions') ? services.definitions : unserved<DefinitionService>(),
+    jobs: serves(config, 'images') ? services.jobs : unserved<ImageJobService>(),
   };
+}
+
+/** A service this deployment does not serve: every method answers `route_not_found`, whatever methods it has. */
+function unserved<S extends object>(): S {
+  const off = (): Promise<never> => {
+    const refused = Promise.reject(new AppError('route_not_found'));
+    // Handled here as well: a method whose answer nobody awaits (a synchronous one, such as viewOf,
+    // reached only after another method answered) leaves no unhandled rejection behind.
+    refused.catch(() => undefined);
+    return refused;
+  };
+  // Not a thenable (`then`), so that awaiting the object itself stays harmless.
+  return new Proxy({} as S, { get: (_, name) => (typeof name === 'string' && name !== 'then' ? off : undefined) });
 }

@@ -13,7 +13,7 @@ import { AppError } from '../domain/errors.js';
 import { rateLimitedError } from '../domain/keys/rate-limit.js';
 import type { Logger } from '../domain/logger.js';
 import type { Principal } from '../domain/principal.js';
-import type { Credentials } from './credentials.js';
+import type { CredentialCheck, Credentials } from './credentials.js';
 import { databaseUnavailable } from './database.js';
 import { toAppError } from './errors.js';
 import { hostRefusal, type HostPolicy } from './host.js';
@@ -47,8 +47,11 @@ export interface SocketCaller {
   readonly principal: Principal;
   /** Aborted, with the AppError as reason, when the credential ends (key deleted, token expired). */
   readonly signal: AbortSignal;
-  /** For each operation: undefined while the credential holds, else the refusal (nothing runs). */
-  recheck(): Promise<AppError | undefined>;
+  /**
+   * For each operation: the caller as the credential stands now (its key's settings may have changed),
+   * or the refusal (nothing runs). Counts the operation's first unit of the rate limit.
+   */
+  recheck(): Promise<CredentialCheck>;
   /** Operations running now (an ending waits a moment for their errors to go out). */
   active: number;
 }
@@ -102,14 +105,13 @@ export class SocketCallers {
       signal: ending.signal,
       active: 0,
       recheck: async () => {
-        if (ending.signal.aborted) return ending.signal.reason as AppError;
+        if (ending.signal.aborted) return { ok: false, error: ending.signal.reason as AppError };
         try {
-          await authenticate();
-          return undefined;
+          return { ok: true, principal: await authenticate() };
         } catch (err) {
           const refusal = toAppError(err);
           if (refusal.code === 'internal_error') throw err;
-          return refusal;
+          return { ok: false, error: refusal };
         }
       },
     };

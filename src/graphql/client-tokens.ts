@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { Arg, Ctx, Field, Int, Mutation, ObjectType, Resolver, registerEnumType } from 'type-graphql';
+import { Arg, Authorized, Ctx, Field, Int, Mutation, ObjectType, Resolver, registerEnumType } from 'type-graphql';
 import { AppError } from '../domain/errors.js';
 import { CLIENT_SCOPES, type ClientScope } from '../domain/client-tokens/scopes.js';
 import { MAX_TOKEN_ORIGINS, TOKEN_TTL } from '../domain/client-tokens/request.js';
@@ -37,6 +37,7 @@ export class ClientTokenType {
 
 @Resolver()
 export class ClientTokenResolver {
+  @Authorized()
   @Mutation(() => ClientTokenType, {
     description: `Mints a client token for a browser app. API keys only (a client token gets FORBIDDEN, \`api_key_required\`); costs nothing; audited.`,
   })

@@ -1,7 +1,7 @@
 import { Arg, Authorized, Ctx, FieldResolver, ID, Int, Mutation, Query, Resolver, Root, Subscription } from 'type-graphql';
 import { loadConfig } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import type { IdempotentAttempt } from '../domain/idempotency/service.js';
+import { answerOf, type IdempotentAttempt } from '../domain/idempotency/service.js';
 import { MAX_PAGE_SIZE } from '../domain/jobs/service.js';
 import type { JobCreated, JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
@@ -36,7 +36,7 @@ const JOB_ID = "The job's id (`Job.id`, the same as `jobId`). An unknown or malf
 
 @Resolver()
 export class JobResolver {
-  @Authorized('generate')
+  @Authorized()
   @Mutation(() => GenerateResultType, {
     description: 'Starts an image job: one image and one credit per prompt, charged at once (INSUFFICIENT_CREDITS and nothing charged when the balance is short).',
   })
@@ -45,13 +45,14 @@ export class JobResolver {
     @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<JobCreated> {
-    const { value } = await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, (attempt: IdempotentAttempt | null) =>
-      ctx.services.jobs.create(ctx.principal, prompts, attempt),
+    return answerOf(
+      await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, (attempt: IdempotentAttempt | null) =>
+        ctx.services.jobs.create(ctx.principal, prompts, attempt),
+      ),
     );
-    return value;
   }
 
-  @Authorized('generate')
+  @Authorized()
   @Mutation(() => JobType, {
     description:
       "Cancels one of the caller's jobs and returns it: images not yet started are canceled and refunded at once, a running image finishes " +
@@ -62,7 +63,7 @@ export class JobResolver {
     return ctx.services.jobs.cancel(ctx.principal, id, ctx.urls);
   }
 
-  @Authorized('read')
+  @Authorized()
   @Query(() => JobType, { description: "One of the caller's jobs; NOT_FOUND for an unknown id or another account's job." })
   async job(@Arg('id', () => ID, { description: JOB_ID }) id: string, @Ctx() ctx: GraphQLContext): Promise<JobView> {
     const job = await ctx.loaders.jobs.load(id);
@@ -70,7 +71,7 @@ export class JobResolver {
     return job;
   }
 
-  @Authorized('read')
+  @Authorized()
   @Query(() => JobConnectionType, { description: "The caller's jobs, newest first." })
   async jobs(
     @Arg('first', () => Int, {
@@ -89,7 +90,7 @@ export class JobResolver {
     return { nodes: page.items, pageInfo: { hasNextPage: page.nextCursor !== null, endCursor: page.nextCursor } };
   }
 
-  @Authorized('read')
+  @Authorized()
   @Subscription(() => JobType, {
     description: 'The job now, then on every change; completes after completed, failed or canceled. NOT_FOUND (job_not_found) as `job(id:)`.',
     subscribe: ({ args, context }) => watchJob(context as GraphQLContext, String(args.jobId)),
@@ -121,7 +122,7 @@ export class GenerateResultResolver {
 
 @Resolver()
 export class DefinitionResolver {
-  @Authorized('lookup')
+  @Authorized()
   @Mutation(() => LookupResultType, { description: 'Looks a keyword up for one credit (a provider failure is BAD_GATEWAY or SERVICE_UNAVAILABLE and is not charged).' })
   async lookup(
     @Arg('keyword', () => String, { description: KEYWORD }) keyword: string,
@@ -129,14 +130,13 @@ export class DefinitionResolver {
     @Ctx() ctx: GraphQLContext,
   ): Promise<LookupResultType> {
     // The work as an inline arrow, not a named const: tsx keeps names, a cost per request (issue 18).
-    const { value } = await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, () => ctx.services.definitions.lookup(ctx.principal, keyword));
-    return value;
+    return answerOf(await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, () => ctx.services.definitions.lookup(ctx.principal, keyword)));
   }
 }
 
 @Resolver(() => AccountType)
 export class AccountResolver {
-  @Authorized('read')
+  @Authorized()
   @Query(() => AccountType, { description: "The caller's account." })
   me(@Ctx() ctx: GraphQLContext): AccountType {
     return { id: ctx.principal.accountId };

@@ -1,8 +1,9 @@
 import 'reflect-metadata';
 import { GraphQLObjectType, GraphQLSchema, printSchema } from 'graphql';
 import { buildSchema, type AuthChecker, type PubSub } from 'type-graphql';
-import { allows, isClientScope } from '../domain/client-tokens/scopes.js';
 import { AppError } from '../domain/errors.js';
+import { tokenRefusal } from '../domain/operations/access.js';
+import { OPERATIONS, operationOfGraphQLField } from '../domain/operations/catalog.js';
 import { ClientTokenResolver } from './client-tokens.js';
 import type { GraphQLContext } from './context.js';
 import { resolvers } from './resolvers.js';
@@ -14,9 +15,27 @@ import { ROOT_TYPE_DESCRIPTIONS } from './types.js';
  */
 export async function buildGraphQLSchema(): Promise<GraphQLSchema> {
   // validate: false: arguments are validated by the domain services (same rules and texts as REST).
-  return describeRootTypes(
+  const schema = describeRootTypes(
     await buildSchema({ resolvers: [...resolvers, ClientTokenResolver], validate: false, pubSub: noTopics, authChecker: scopeChecker, authMode: 'error' }),
   );
+  const uncatalogued = rootFieldsOf(schema).filter(({ type, field }) => {
+    const name = operationOfGraphQLField(field);
+    return !name || OPERATIONS[name].graphql?.type !== type;
+  });
+  if (uncatalogued.length) {
+    throw new Error(`GraphQL root fields missing from the operation catalog: ${uncatalogued.map(({ type, field }) => `${type}.${field}`).join(', ')}`);
+  }
+  return schema;
+}
+
+/** Every root field the schema serves, by root type. */
+export function rootFieldsOf(schema: GraphQLSchema): { type: 'Query' | 'Mutation' | 'Subscription'; field: string }[] {
+  const roots = [
+    ['Query', schema.getQueryType()],
+    ['Mutation', schema.getMutationType()],
+    ['Subscription', schema.getSubscriptionType()],
+  ] as const;
+  return roots.flatMap(([type, root]) => Object.keys(root?.getFields() ?? {}).map((field) => ({ type, field })));
 }
 
 /** type-graphql builds Query, Mutation and Subscription without a description; front-end tools show one. */
@@ -40,13 +59,16 @@ function describeRootTypes(schema: GraphQLSchema): GraphQLSchema {
 }
 
 /**
- * `@Authorized('lookup')` etc.: a client token needs that scope (API keys have them all). A refusal is
- * FORBIDDEN for that field only, before its resolver runs, so nothing is charged.
+ * `@Authorized()` on every root field: a client token needs the scope the operation catalog names for
+ * that field (API keys and console users pass; a key's own permissions were checked at admission, for
+ * the whole operation). A refusal is FORBIDDEN for that field only, before its resolver runs, so
+ * nothing is charged. A root field the catalog does not know is a fault (it fails closed).
  */
-const scopeChecker: AuthChecker<GraphQLContext> = ({ context }, scopes) => {
-  for (const scope of scopes) {
-    if (!isClientScope(scope) || !allows(context.principal, scope)) throw new AppError('scope_not_allowed');
-  }
+const scopeChecker: AuthChecker<GraphQLContext> = ({ context, info }) => {
+  const name = operationOfGraphQLField(info.fieldName);
+  if (!name) throw new Error(`GraphQL field ${info.parentType.name}.${info.fieldName} is not in the operation catalog`);
+  const refusal = tokenRefusal(context.principal, name);
+  if (refusal) throw new AppError(refusal);
   return true;
 };
 

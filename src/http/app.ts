@@ -8,8 +8,9 @@
  *
  * How to plug in (other modules):
  *  - REST routes: a Fastify plugin in src/http/routes/<name>.ts (type RouteModule); add it below with
- *    the SERVICES entry that enables it. Routes that need an API key set `config: { auth: 'apiKey' }`
- *    (the OpenAPI document gives them the bearer scheme from that).
+ *    the SERVICES entry that enables it. Routes that need an API key set `config: { auth: 'apiKey',
+ *    operation }`, naming what they run in the operation catalog (src/domain/operations/catalog.ts:
+ *    its price, the key permission it needs); the OpenAPI document gives them the bearer scheme.
  *  - Every REST route declares zod schemas, which validate the request, type the handler and make
  *    its entry in `/openapi.json` (test/http/openapi.test.ts fails for a route without them):
  *      schema: {
@@ -66,7 +67,7 @@ export interface BuildAppOptions {
   /** Where Fastify's own logger writes JSON lines (default stdout). */
   logStream?: { write(line: string): void };
   /** Told of every route as it is registered (the security suite checks that none escapes it). */
-  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined }) => void;
   /** Told of every response, GraphQL operation and WebSocket (METRICS_PORT); default: nothing counted. */
   metrics?: TransportMetrics;
 }
@@ -118,7 +119,10 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
 
   if (opts.onRoute) {
     const report = opts.onRoute;
-    app.addHook('onRoute', (route) => report({ method: route.method, url: route.url, auth: (route.config as { auth?: string } | undefined)?.auth }));
+    app.addHook('onRoute', (route) => {
+      const config = route.config as { auth?: string; operation?: string } | undefined;
+      report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation });
+    });
   }
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   registerHttps(app, config.PUBLIC_BASE_URL);

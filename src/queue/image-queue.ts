@@ -32,6 +32,8 @@ export interface ImageQueueOptions {
   log?: Logger;
   /** False while the database cannot be reached: a drain then stops waiting (default: always reachable). */
   databaseReachable?: () => boolean;
+  /** Subscribes to the driver's reconnections (returns the unsubscribe): an outage's summary then ends. */
+  reconnected?: (listener: () => void) => () => void;
 }
 
 /** Why close() stopped waiting for running work. */
@@ -45,6 +47,7 @@ export class ImageQueue implements ImageWorkQueue {
   readonly agenda: Agenda;
   readonly channel: QueueNotificationChannel;
   readonly errors: QueueErrorLog;
+  private readonly stopWatchingReconnections: () => void;
 
   private constructor(
     private readonly db: Db,
@@ -54,6 +57,7 @@ export class ImageQueue implements ImageWorkQueue {
     this.errors = new QueueErrorLog(options.log ?? silentLogger);
     this.channel = new QueueNotificationChannel(db, QUEUE_COLLECTION, options.notifications);
     this.channel.on('error', (err: unknown) => this.errors.report(err, 'changestream'));
+    this.stopWatchingReconnections = options.reconnected?.(() => this.errors.recovered()) ?? (() => {});
     // Agenda calls unlockJob without awaiting it (a lock limit overshoot, an entry due later than the
     // next poll): in an outage its rejection would be unhandled. A lock left behind expires by itself.
     const repository = mongo.repository;
@@ -132,6 +136,7 @@ export class ImageQueue implements ImageWorkQueue {
    * not store its result then, and its lock and heartbeat expire so that another worker retries it.
    */
   async close(drainTimeoutMs = 30_000): Promise<DrainOutcome> {
+    this.stopWatchingReconnections();
     let outcome: DrainOutcome = 'drained';
     if (this.agenda.isActiveJobProcessor()) {
       const stop = new AbortController();

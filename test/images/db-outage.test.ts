@@ -15,8 +15,8 @@ import { MongoAuditStore } from '../../src/data/audit.js';
 import { connectDatabase } from '../../src/data/connection.js';
 import type { JobDoc } from '../../src/data/models/job.js';
 import { CreditService } from '../../src/domain/credits/service.js';
-import { openImageJobs, type ImageJobsModule } from '../../src/queue/image-jobs.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.js';
+import { openTestImageJobs } from './image-jobs.js';
 import { startDbProcess, type DbProcess } from './db-process.js';
 import { spawnWorker, type WorkerProcess } from './worker-process.js';
 
@@ -25,7 +25,7 @@ const dbPath = fs.mkdtempSync(path.join(os.tmpdir(), 'worker-outage-'));
 let db: DbProcess;
 let fake: FakeOpenAi;
 let connection: Connection;
-let imageJobs: ImageJobsModule;
+let imageJobs: Awaited<ReturnType<typeof openTestImageJobs>>;
 let accountId: string;
 const workers: WorkerProcess[] = [];
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
   connection = await connectDatabase(db.uri, { dbName: DB_NAME, serverSelectionTimeoutMS: 10_000 });
   // This process only creates jobs (as a gateway would); the worker processes run them.
   const credits = new CreditService({ accounts: new MongoAccountStore(connection), audit: new MongoAuditStore(connection), host: 'test' });
-  imageJobs = await openImageJobs({ config: loadConfig({ NODE_ENV: 'test' }), connection, credits, role: 'test' });
+  imageJobs = await openTestImageJobs(loadConfig({ NODE_ENV: 'test' }), connection, credits);
   accountId = (await credits.createAccount('outage', 100, { actor: 'test', ip: '127.0.0.1', host: 'test' })).id;
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { until } from '../helpers/until.js';
-import { Idempotency } from '../../src/domain/idempotency/service.js';
+import { answerOf, Idempotency } from '../../src/domain/idempotency/service.js';
 import { ImageJobs } from '../../src/domain/jobs/service.js';
 import { ImageRunner } from '../../src/domain/jobs/runner.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
@@ -102,7 +102,7 @@ describe('a keyed create that failed mid-way and was retried with its key', asyn
     const errors: string[] = [];
     for (let attempt = 0; attempt < 10 && !answer; attempt++) {
       try {
-        answer = (await w.create()).value;
+        answer = answerOf(await w.create());
       } catch (err) {
         errors.push((err as Error).message);
         // The database is back; time passes (a lock left by the failed attempt expires), a sweep runs.
@@ -117,7 +117,7 @@ describe('a keyed create that failed mid-way and was retried with its key', asyn
     expect(all.map((j) => ({ id: j.id, charged: j.charged }))).toEqual([{ id: answer!.jobId, charged: true }]);
     expect(w.credits.balances.get(alice.accountId)).toBe(START - PROMPTS.length);
     // A later retry with the key replays the same job and charges nothing more.
-    expect((await w.create()).value.jobId).toBe(answer!.jobId);
+    expect(answerOf(await w.create()).jobId).toBe(answer!.jobId);
     // The job runs to the end, and what was charged is exactly its images.
     await w.drain();
     const [done] = [...w.jobs.docs.values()];
@@ -140,7 +140,7 @@ describe('a keyed create that failed mid-way and was retried with its key', asyn
       return markCharged(...args);
     };
     const first = w.create().then(
-      (r) => ({ ok: true as const, jobId: r.value.jobId }),
+      (r) => ({ ok: true as const, jobId: answerOf(r).jobId }),
       (err: unknown) => ({ ok: false as const, err }),
     );
     await until(() => w.credits.balances.get(alice.accountId) === START - PROMPTS.length);
@@ -149,7 +149,7 @@ describe('a keyed create that failed mid-way and was retried with its key', asyn
     resume();
     expect(await first).toMatchObject({ ok: false });
     const all = [...w.jobs.docs.values()];
-    expect(all.map((j) => ({ id: j.id, charged: j.charged }))).toEqual([{ id: retry.value.jobId, charged: true }]);
+    expect(all.map((j) => ({ id: j.id, charged: j.charged }))).toEqual([{ id: answerOf(retry).jobId, charged: true }]);
     expect(w.credits.balances.get(alice.accountId)).toBe(START - PROMPTS.length);
   });
 });

@@ -1,13 +1,13 @@
 import mongoose, { type Connection } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import { openImageJobs, type ImageJobsModule } from '../../src/queue/image-jobs.js';
 import { startImageWorker, type RunningWorker } from '../../workers/image-worker.js';
+import { openTestImageJobs } from './image-jobs.js';
 import { MemoryCredits } from './memory-fakes.js';
 
 // The queue and worker in one process against the real (embedded) database, without HTTP.
 let connection: Connection;
-let jobs: ImageJobsModule;
+let jobs: Awaited<ReturnType<typeof openTestImageJobs>>;
 let worker: RunningWorker;
 const credits = new MemoryCredits();
 const principal = { accountId: 'd'.repeat(24), keyId: 'e'.repeat(24) };
@@ -21,7 +21,7 @@ beforeAll(async () => {
   // The backstop poll is slower than any test here may take: work starts only because enqueues wake the worker.
   const config = loadConfig({ JOB_LOCK_LIFETIME_MS: '5000', WORKER_CONCURRENCY: '4', QUEUE_POLL_INTERVAL_MS: String(POLL_MS) });
   credits.balances.set(principal.accountId, 100);
-  jobs = await openImageJobs({ config, connection, credits, role: 'test' });
+  jobs = await openTestImageJobs(config, connection, credits);
   worker = await startImageWorker({
     queue: jobs.queue,
     runner: jobs.runner,

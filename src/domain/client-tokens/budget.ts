@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { costOf } from '../operations/catalog.js';
 import { parseKeyword } from '../definitions/validation.js';
 import { parsePrompts, type PromptLimits } from '../jobs/validation.js';
 import type { DefinitionService, ImageJobService } from '../ports.js';
@@ -33,25 +34,34 @@ export function withTokenBudgets(
     }
   };
   const { definitions, jobs } = services;
+  // Only the charging operations change; every other method is the service's own, so a method added
+  // to a service needs nothing here. Prices are the operation catalog's.
   return {
-    definitions: {
+    definitions: overriding(definitions, {
       lookup: (principal, keyword) => {
         if (!principal.token) return definitions.lookup(principal, keyword);
         parseKeyword(keyword, limits.maxKeywordLength);
-        return spend(principal, 1, () => definitions.lookup(principal, keyword));
+        return spend(principal, costOf('lookup'), () => definitions.lookup(principal, keyword));
       },
-    },
-    jobs: {
-      get: jobs.get.bind(jobs),
-      getMany: jobs.getMany.bind(jobs),
-      list: jobs.list.bind(jobs),
-      viewOf: jobs.viewOf.bind(jobs),
-      cancel: jobs.cancel.bind(jobs),
+    }),
+    jobs: overriding(jobs, {
       create: (principal, prompts, attempt) => {
         if (!principal.token) return jobs.create(principal, prompts, attempt);
-        const cost = parsePrompts(prompts, limits).length;
+        const cost = costOf('generate', parsePrompts(prompts, limits).length);
         return spend(principal, cost, () => jobs.create(principal, prompts, attempt));
       },
-    },
+    }),
   };
+}
+
+/** `target` with some methods replaced: the others are its own, bound to it (a class instance's included). */
+function overriding<T extends object>(target: T, overrides: Partial<T>): T {
+  const methods: Record<string, unknown> = {};
+  for (let o: object | null = target; o && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+    for (const name of Object.getOwnPropertyNames(o)) {
+      const value = (target as Record<string, unknown>)[name];
+      if (name !== 'constructor' && !(name in methods) && typeof value === 'function') methods[name] = value.bind(target);
+    }
+  }
+  return Object.assign(methods, overrides) as T;
 }

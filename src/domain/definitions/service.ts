@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js';
+import { costOf } from '../operations/catalog.js';
 import type { DefinitionResult, DefinitionService } from '../ports.js';
 import { sourceOf, type Principal } from '../principal.js';
 import type { UsageTag } from '../usage/types.js';
@@ -21,10 +22,9 @@ export interface DefinitionLookupDeps {
   onCacheError?: (err: unknown) => void;
 }
 
-export const LOOKUP_COST = 1;
-
 /**
- * Definition lookup, the same for REST and GraphQL: validate, charge one credit (402 charges nothing),
+ * Definition lookup, the same for REST and GraphQL: validate, charge its price (the operation catalog's;
+ * 402 charges nothing),
  * then ask the cache or the provider. A provider failure refunds the credit once and is a 502/503.
  */
 export class DefinitionLookup implements DefinitionService {
@@ -36,14 +36,15 @@ export class DefinitionLookup implements DefinitionService {
     // can never spend the same credit twice; a failed provider call gives it back below. Neither is
     // ever sent twice, so neither needs an operation id remembered on the account.
     const usage: UsageTag = { service: 'definitions', source: sourceOf(principal) };
-    const credits = await this.deps.credits.charge(principal.accountId, LOOKUP_COST, null, usage);
+    const cost = costOf('lookup');
+    const credits = await this.deps.credits.charge(principal.accountId, cost, null, usage);
     let definition: string;
     try {
       definition = await this.define(keyword);
     } catch (err) {
       // Whatever the provider threw, the caller got nothing: give the credit back.
       const kind = err instanceof DefinitionProviderError ? err.kind : 'failed';
-      await this.deps.credits.refund(principal.accountId, LOOKUP_COST, null, { reason: `provider_${kind}`, keyId: principal.keyId, keyword }, usage);
+      await this.deps.credits.refund(principal.accountId, cost, null, { reason: `provider_${kind}`, keyId: principal.keyId, keyword }, usage);
       throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };

@@ -45,6 +45,22 @@ export interface IdempotentAttempt {
   resumed: boolean;
 }
 
+/**
+ * What a request under an Idempotency-Key came to: it ran now, or an earlier attempt's answer is given
+ * again (its result, or the client error it was answered with). A door says which (REST:
+ * `Idempotent-Replayed: true`).
+ */
+export type IdempotentOutcome<T> =
+  | { readonly kind: 'ran'; readonly value: T }
+  | { readonly kind: 'replayed'; readonly value: T }
+  | { readonly kind: 'replayed_error'; readonly error: AppError };
+
+/** The answer an outcome gives: its value, or (a replayed client error) the error thrown again. */
+export function answerOf<T>(outcome: IdempotentOutcome<T>): T {
+  if (outcome.kind === 'replayed_error') throw outcome.error;
+  return outcome.value;
+}
+
 const KEEP_MS = 24 * 3600_000;
 const LOCK_MS = 60_000;
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -85,8 +101,8 @@ export class Idempotency {
     operation: string,
     input: unknown,
     work: (attempt: IdempotentAttempt | null) => Promise<T>,
-  ): Promise<{ value: T; replayed: boolean }> {
-    if (key === undefined || key === null) return { value: await work(null), replayed: false };
+  ): Promise<IdempotentOutcome<T>> {
+    if (key === undefined || key === null) return { kind: 'ran', value: await work(null) };
     if (typeof key !== 'string' || !KEY.test(key)) throw invalid('idempotencyKey', `Idempotency-Key ${KEY_RULE}`);
     const caller = principal.keyId ?? `console:${principal.userId ?? ''}`;
     const id = sha256(`${principal.accountId}\n${caller}\n${key}`);
@@ -105,7 +121,7 @@ export class Idempotency {
     let attempt: IdempotentAttempt = { ref, resumed: false };
     if (existing) {
       if (existing.fingerprint !== fingerprint) throw new AppError('idempotency_key_reused');
-      if (existing.state === 'done' && existing.outcome) return { value: replay<T>(existing.outcome), replayed: true };
+      if (existing.state === 'done' && existing.outcome) return replay<T>(existing.outcome);
       const takenOver = existing.lockedUntil <= now && (await this.deps.store.takeOver(id, now, new Date(now.getTime() + this.lockMs)));
       if (!takenOver) throw new AppError('idempotency_key_in_progress', { retryAfter: 1 });
       attempt = { ref: existing.ref ?? id, resumed: true };
@@ -130,7 +146,7 @@ export class Idempotency {
       await this.unlock(id);
       throw err;
     }
-    return { value, replayed: false };
+    return { kind: 'ran', value };
   }
 
   /**
@@ -143,10 +159,9 @@ export class Idempotency {
   }
 }
 
-function replay<T>(outcome: StoredOutcome): T {
-  if (outcome.ok) return outcome.value as T;
-  // The door marks the answer as a replay (REST: Idempotent-Replayed: true).
-  throw Object.assign(new AppError(outcome.code, { message: outcome.message, field: outcome.field ?? undefined }), { replayed: true });
+function replay<T>(outcome: StoredOutcome): IdempotentOutcome<T> {
+  if (outcome.ok) return { kind: 'replayed', value: outcome.value as T };
+  return { kind: 'replayed_error', error: new AppError(outcome.code, { message: outcome.message, field: outcome.field ?? undefined }) };
 }
 
 function sha256(text: string): string {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, invalid, isAppError } from '../errors.js';
 import type { IdempotentAttempt } from '../idempotency/service.js';
+import { costOf } from '../operations/catalog.js';
 import type { ImageJobService, JobPage, JobUrlContext } from '../ports.js';
 import { sourceOf, type Principal } from '../principal.js';
 import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.js';
@@ -83,6 +84,8 @@ export class ImageJobs implements ImageJobService {
     const now = new Date();
     const jobId = randomUUID();
     const n = prompts.length;
+    // Priced by the operation catalog: so much per prompt (each image's refund gives its share back).
+    const cost = costOf('generate', n);
     await jobs.insert({
       id: jobId,
       accountId: principal.accountId,
@@ -92,7 +95,7 @@ export class ImageJobs implements ImageJobService {
       succeededImages: 0,
       failedImages: 0,
       canceledImages: 0,
-      creditsUsed: n,
+      creditsUsed: cost,
       creditsRefunded: 0,
       cancelRequestedAt: null,
       charged: false,
@@ -118,7 +121,7 @@ export class ImageJobs implements ImageJobService {
     const usage = { service: 'images', source: sourceOf(principal) } as const;
     let balance: number | null = null;
     try {
-      balance = await credits.charge(principal.accountId, n, jobChargeOpId(jobId), usage);
+      balance = await credits.charge(principal.accountId, cost, jobChargeOpId(jobId), usage);
       if (!(await jobs.markCharged(jobId, new Date()))) {
         // The sweep (or a retry with the same key) judged this request dead and withdrew it, or the
         // acceptance below applied already (a write retried after a lost reply): the catch tells which.
@@ -133,7 +136,7 @@ export class ImageJobs implements ImageJobService {
       // A create answered with an error is never charged: withdraw it now (void the charge, or give it
       // back if it applied). Best effort: whatever this cannot reach, the sweep withdraws the same way,
       // or a retry with the same key adopts or withdraws it.
-      const outcome = await withdrawJob({ jobs, credits }, { id: jobId, accountId: principal.accountId, keyId: principal.keyId, creditsUsed: n }).catch(
+      const outcome = await withdrawJob({ jobs, credits }, { id: jobId, accountId: principal.accountId, keyId: principal.keyId, creditsUsed: cost }).catch(
         () => 'unknown' as const,
       );
       // Accepted after all (only the reply was lost): the job stands and runs, so the answer is a 2xx.
@@ -152,7 +155,7 @@ export class ImageJobs implements ImageJobService {
     // The job records the charge: the account may forget its id (after the enqueue, so the work
     // starts first). A failed settle only leaves the id on the account, within its bound.
     await credits.settle(principal.accountId, jobChargeOpId(jobId)).catch(() => undefined);
-    return { jobId, totalImages: n, creditsUsed: n, credits: balance ?? (await this.balanceOf(principal.accountId)) };
+    return { jobId, totalImages: n, creditsUsed: cost, credits: balance ?? (await this.balanceOf(principal.accountId)) };
   }
 
   /** The job an earlier attempt of this request got accepted (withdrawing any it left unaccepted), or null. */

@@ -1,4 +1,5 @@
 import type { DomainMetrics } from '../metrics.js';
+import { costOf } from '../operations/catalog.js';
 import { sourceOf } from '../principal.js';
 import type { JobCredits, JobRecord, JobStore, JobSummary } from './records.js';
 import { FINAL_JOB_STATUSES, type FinalJobStatus } from './types.js';
@@ -38,7 +39,7 @@ export class JobSettlement {
   async refundImage(job: JobSummary, index: number, reason: RefundReason): Promise<void> {
     await this.deps.credits.refund(
       job.accountId,
-      1,
+      costOf('generate'),
       refundOpId(job.id, index),
       { jobId: job.id, index, keyId: job.keyId, reason },
       // Counted under whoever started the job (its key, or the console), on the day of the refund.

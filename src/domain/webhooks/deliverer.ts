@@ -27,6 +27,9 @@ export type AttemptOutcome =
   /** Not due, already final, or held by another attempt: nothing was sent. */
   | { kind: 'skipped' };
 
+/** The contract: a 2xx within 15 s acknowledges a delivery. */
+export const WEBHOOK_TIMEOUT_MS = 15_000;
+
 export const USER_AGENT = 'credit-gateway-webhooks/1';
 
 /**

@@ -4,7 +4,11 @@ import type { WebhookPublisher } from './publisher.js';
 
 export interface LowCreditsAlertsDeps {
   store: LowCreditsStore;
-  publisher: Pick<WebhookPublisher, 'publishLowCredits'>;
+  /**
+   * Publishes an event once it is written. Absent in a process that runs no queue (the CLI): the
+   * event stays recorded on the account and a worker's webhook sweep publishes it.
+   */
+  publisher?: Pick<WebhookPublisher, 'publishLowCredits'>;
   now?: () => Date;
   /** A failed publish: the event stays on the account and the sweep publishes it. */
   onBackgroundError?: (err: unknown) => void;
@@ -33,7 +37,7 @@ export class LowCreditsAlerts {
     if (!state || !crosses(balance, state)) return;
     if (balance < state.threshold && state.armed) {
       const event = { eventId: `msg_${randomBytes(20).toString('base64url')}`, credits: balance, threshold: state.threshold, at: this.now() };
-      if (await this.deps.store.fire(accountId, balance, event)) {
+      if ((await this.deps.store.fire(accountId, balance, event)) && this.deps.publisher) {
         await this.deps.publisher.publishLowCredits(accountId, event).catch((err: unknown) => this.deps.onBackgroundError?.(err));
       }
     } else if (balance >= state.threshold && !state.armed) {

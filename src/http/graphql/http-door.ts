@@ -26,16 +26,14 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
-import { rateLimitedError } from '../../domain/keys/rate-limit.js';
 import { preflightRoute } from '../../edge/cors.js';
-import type { Credentials } from '../../edge/credentials.js';
 import { rateLimitHeaders } from '../../edge/rate-limit-headers.js';
-import { chargingFields } from '../../graphql/charging.js';
 import { errorHeaders, logLevelOf, toAppError } from '../../edge/errors.js';
 import type { TransportMetrics } from '../../edge/metrics.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql/errors.js';
 import type { BaseUrlOf } from '../routes/types.js';
+import type { OperationAdmission } from './admission.js';
 import { apolloHandler } from './apollo-handler.js';
 import { compiledExecutor } from './compiled-executor.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
@@ -46,7 +44,7 @@ export async function registerHttpDoor(
     path: string;
     config: Config;
     services: GraphQLServices;
-    credentials: Pick<Credentials, 'count'>;
+    admission: OperationAdmission;
     execution: Execution;
     baseUrlOf: BaseUrlOf;
     metrics?: Pick<TransportMetrics, 'graphqlOperation'>;
@@ -74,7 +72,7 @@ export async function registerHttpDoor(
       // No fastifyApolloDrainPlugin: it closes Fastify from apollo.stop(), and here Fastify's close
       // is what stops Apollo; Fastify drains its own connections.
       logMaskedErrors(app.log),
-      countChargingFields(opts.credentials),
+      admitOperations(opts.admission),
       ...(opts.metrics ? [countOperations(opts.metrics)] : []),
       // No landing page: Apollo's loads a web IDE from a CDN; the console serves an explorer instead.
       ApolloServerPluginLandingPageDisabled(),
@@ -130,28 +128,27 @@ export function refusalMediaType(accept: string | undefined): string {
 }
 
 /**
- * The shared rate limit counts every charging field: the edge counted the request as one unit, so an
- * operation with n charging fields (aliases included) takes n - 1 more before it runs. Refused: a 429
- * for the whole operation, nothing executed, nothing charged.
+ * Apollo's pipeline hands each operation it resolved to the admission both transports share
+ * (admission.ts): refused, Apollo answers the error for the whole operation with its catalog status (a
+ * 403 for a missing key permission, a 429 when the charging fields pass the rate limit), nothing
+ * executed, nothing charged. The rate limit's headers go on the answer whenever it counted.
  */
-function countChargingFields(credentials: Pick<Credentials, 'count'>): ApolloServerPlugin<GraphQLContext> {
-  const countMore = async ({ contextValue, response }: GraphQLRequestContextDidResolveOperation<GraphQLContext>, units: number) => {
-    const outcome = await credentials.count(contextValue.principal, units);
-    if (!outcome) return;
-    for (const [name, value] of Object.entries(rateLimitHeaders(outcome))) response.http.headers.set(name, value);
-    if (!outcome.ok) throw toRequestError(rateLimitedError(outcome));
-  };
+function admitOperations(admission: OperationAdmission): ApolloServerPlugin<GraphQLContext> {
   const listener = {
-    // Most operations have at most one charging field: nothing more to count, and no promise made.
-    didResolveOperation(context: GraphQLRequestContextDidResolveOperation<GraphQLContext>): Promise<void> {
-      const more = context.operation ? chargingFields(context.document, context.operation) - 1 : 0;
-      return more > 0 ? countMore(context, more) : NOTHING_MORE;
+    async didResolveOperation({ contextValue, document, operation, response }: GraphQLRequestContextDidResolveOperation<GraphQLContext>): Promise<void> {
+      // No such operation in the document: Apollo answers that itself (400), as it always has.
+      if (!operation) return;
+      const admitted = await admission.admit({ document, operation }, contextValue);
+      const rateLimit = admitted.ok || admitted.kind === 'refused' ? admitted.rateLimit : null;
+      if (rateLimit) for (const [name, value] of Object.entries(rateLimitHeaders(rateLimit))) response.http.headers.set(name, value);
+      if (admitted.ok) return;
+      // Apollo parsed, validated and resolved the operation before this hook: only a refusal remains.
+      if (admitted.kind === 'refused') throw toRequestError(admitted.error);
+      throw new Error(`admission found an operation Apollo validated invalid: ${admitted.errors[0]?.message}`);
     },
   };
   return { requestDidStart: async () => listener };
 }
-
-const NOTHING_MORE = Promise.resolve();
 
 /** graphql_operations_total: each operation Apollo answered, by type (unknown: it did not parse or validate). */
 function countOperations(metrics: Pick<TransportMetrics, 'graphqlOperation'>): ApolloServerPlugin<GraphQLContext> {

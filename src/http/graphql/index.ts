@@ -14,6 +14,7 @@ import type { TransportMetrics } from '../../edge/metrics.js';
 import { hostPolicy, type HostPolicy } from '../../edge/host.js';
 import type { GraphQLServices } from '../../graphql/context.js';
 import type { BaseUrlOf } from '../routes/types.js';
+import { operationAdmission } from './admission.js';
 import { buildExecution } from './execution.js';
 import { registerHttpDoor } from './http-door.js';
 import { attachSocketDoor } from './socket-door.js';
@@ -48,12 +49,15 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   const baseUrlOf = opts.baseUrlOf ?? defaultBaseUrl;
   const execution = await buildExecution(config);
   const credentials = opts.credentials ?? createCredentials({ keys: services.keys });
-  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, credentials, execution, baseUrlOf, metrics: opts.metrics });
+  // One admission for both transports: the catalog's permissions and rate units, the credential, the caps.
+  const admission = operationAdmission({ execution, credentials });
+  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, admission, execution, baseUrlOf, metrics: opts.metrics });
   const sockets = attachSocketDoor(app, {
     path: GRAPHQL_PATH,
     config,
     services,
     credentials,
+    admission,
     execution,
     baseUrlOf,
     hostAllowed: opts.hostAllowed ?? hostPolicy(undefined),

@@ -7,13 +7,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { GraphQLError, getOperationAST, parse, validate, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
-import { rateLimitedError } from '../../domain/keys/rate-limit.js';
-import { chargingFields } from '../../graphql/charging.js';
 import { refuseConnection } from '../../edge/client-errors.js';
 import type { Credentials } from '../../edge/credentials.js';
 import type { TransportMetrics } from '../../edge/metrics.js';
@@ -22,6 +20,7 @@ import type { HostPolicy } from '../../edge/host.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { isMaskedError, type ErrorFormatter } from '../../graphql/errors.js';
 import type { BaseUrlOf } from '../routes/types.js';
+import { refusalError, type OperationAdmission } from './admission.js';
 import type { Execution } from './execution.js';
 import { subscriptionCaps } from './subscription-caps.js';
 
@@ -40,6 +39,7 @@ export interface SocketDoorOptions {
   config: Config;
   services: GraphQLServices;
   credentials: Credentials;
+  admission: OperationAdmission;
   execution: Execution;
   baseUrlOf: BaseUrlOf;
   hostAllowed: HostPolicy;
@@ -75,27 +75,15 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
       async onSubscribe(ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> {
         const conn = (ctx.extra as WsExtra).conn!;
         const caller = conn.caller!;
-        let document: DocumentNode;
-        try {
-          document = parse(payload.query, { maxTokens: execution.maxTokens });
-        } catch (err) {
-          return [clientError(err instanceof GraphQLError ? err.message : 'Syntax error')];
-        }
-        const errors = validate(execution.schema, document, execution.socketRules);
-        if (errors.length) return errors.map((e) => clientError(e.message));
-        const operation = getOperationAST(document, payload.operationName);
-        if (!operation) return [clientError('Unable to identify the operation to run')];
-        // Every operation is a request of its own, as over HTTP: the credential is checked again (a
-        // deletion not yet announced, an expiry) and the per-key rate limit counts it.
-        const refused = await caller.recheck();
-        if (refused) return [requestError(refused)];
-        // Each charging field past the first is a further unit of the shared rate limit, as over HTTP.
-        const outcome = await opts.credentials.count(caller.principal, chargingFields(document, operation) - 1);
-        if (outcome && !outcome.ok) return [requestError(rateLimitedError(outcome))];
-        if (operation.operation === 'subscription') {
-          const over = caps.take(conn, id);
-          if (over) return [requestError(over)];
-        }
+        // Every operation is a request of its own, as over HTTP: the same admission (the credential
+        // checked again: a deletion not yet announced, an expiry; the catalog's permissions and rate
+        // units; the caps).
+        const admitted = await opts.admission.admit(
+          { query: payload.query, operationName: payload.operationName },
+          { principal: caller.principal, recheck: caller.recheck, hold: (operation) => (operation.operation === 'subscription' ? caps.take(conn, id) : undefined) },
+        );
+        if (!admitted.ok) return admitted.kind === 'invalid' ? admitted.errors : [refusalError(admitted.error)];
+        const { document, principal } = admitted;
         caller.active++;
         const request = (ctx.extra as WsExtra).request;
         return {
@@ -105,7 +93,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
           variableValues: payload.variables,
           contextValue: createContext({
             services,
-            principal: caller.principal,
+            principal,
             requestId: `${conn.connectionId}/${id}`,
             urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: isEncrypted(request) ? 'https' : 'http' }) },
             signal: caller.signal,
@@ -161,14 +149,6 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
 /** Whose caps a connection counts against: its key's, or (console tokens) its user's. */
 function capsKeyOf(principal: { keyId: string | null; userId?: string }): string {
   return principal.keyId ?? `console:${principal.userId ?? ''}`;
-}
-
-function requestError(err: AppError): GraphQLError {
-  return new GraphQLError(err.message, { originalError: err });
-}
-
-function clientError(message: string): GraphQLError {
-  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
 }
 
 function formatAndLog(error: GraphQLError, requestId: string, formatError: ErrorFormatter, log: FastifyBaseLogger) {

@@ -15,7 +15,7 @@ const clientTokenRoutes: RouteModule<{ tokens: Pick<ClientTokens, 'mint'>; host?
     body: mintRequestSchema,
     response: { 201: mintedToken, ...errorResponses([...EDGE, ...API_KEY, ...JSON_BODY, 'invalid_request']) },
   };
-  app.post('/api/client-tokens', { config: { auth: 'apiKey' }, schema }, async (request, reply) => {
+  app.post('/api/client-tokens', { config: { auth: 'apiKey', operation: 'createClientToken' }, schema }, async (request, reply) => {
     const principal = request.principal!;
     const minted = await tokens.mint(principal, request.body, { actor: `key:${principal.keyId}`, ip: request.ip, host });
     return reply.code(201).header('cache-control', 'no-store').send(minted);

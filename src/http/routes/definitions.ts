@@ -1,5 +1,6 @@
 import { lookupRequestSchema } from '../../domain/definitions/validation.js';
 import type { Idempotency } from '../../domain/idempotency/service.js';
+import { priceText } from '../../domain/operations/catalog.js';
 import type { DefinitionService } from '../../domain/ports.js';
 import { definitionResult } from '../schemas/bodies.js';
 import { API_KEY, EDGE, errorResponses, IDEMPOTENT, JSON_BODY } from '../schemas/errors.js';
@@ -11,7 +12,7 @@ const definitionRoutes: RouteModule<{ definitions: DefinitionService; idempotenc
   { definitions, idempotency, maxKeywordLength },
 ) => {
   const schema = {
-    summary: 'Look up a definition (1 credit)',
+    summary: `Look up a definition (${priceText('lookup')})`,
     body: lookupRequestSchema(maxKeywordLength),
     headers: idempotencyHeaders,
     response: {
@@ -24,7 +25,7 @@ const definitionRoutes: RouteModule<{ definitions: DefinitionService; idempotenc
   const noBodyIsEmpty = async (request: { body: unknown }) => {
     if (request.body === undefined) request.body = {};
   };
-  app.post('/api/playground/query', { config: { auth: 'apiKey' }, schema, preValidation: noBodyIsEmpty }, async (request, reply) => {
+  app.post('/api/playground/query', { config: { auth: 'apiKey', operation: 'lookup' }, schema, preValidation: noBodyIsEmpty }, async (request, reply) => {
     // The keyword as sent (the service trims it): an Idempotency-Key's fingerprint is of the request.
     const { keyword } = request.body;
     return idempotent(idempotency, request, reply, 'lookup', keyword, () => definitions.lookup(request.principal!, keyword));

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ImageFiles } from '../../domain/jobs/files.js';
 import type { Idempotency } from '../../domain/idempotency/service.js';
 import { createJobRequestSchema, type PromptLimits } from '../../domain/jobs/validation.js';
+import { priceText } from '../../domain/operations/catalog.js';
 import type { ImageJobService } from '../../domain/ports.js';
 import { imageBytes, jobCreated, jobView } from '../schemas/bodies.js';
 import { API_KEY, EDGE, errorResponses, IDEMPOTENT, JSON_BODY } from '../schemas/errors.js';
@@ -21,7 +22,7 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
   { jobs, imageFiles, idempotency, baseUrlOf, limits },
 ) => {
   const create = {
-    summary: 'Start an image job (1 credit per prompt)',
+    summary: `Start an image job (${priceText('generate')})`,
     body: createJobRequestSchema(limits),
     headers: idempotencyHeaders,
     response: {
@@ -29,7 +30,7 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
       ...errorResponses([...EDGE, ...API_KEY, ...JSON_BODY, ...IDEMPOTENT, 'invalid_request', 'insufficient_credits']),
     },
   };
-  app.post('/api/playground/images', { config: { auth: 'apiKey' }, schema: create }, async (request, reply) => {
+  app.post('/api/playground/images', { config: { auth: 'apiKey', operation: 'generate' }, schema: create }, async (request, reply) => {
     // The prompts as sent (the service trims them): an Idempotency-Key's fingerprint is of the request.
     const { prompts } = request.body;
     const created = await idempotent(idempotency, request, reply, 'generate', prompts, (attempt) => jobs.create(request.principal!, prompts, attempt));
@@ -41,7 +42,7 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
     params: z.object({ jobId: jobIdParam }),
     response: { 200: jobView, ...errorResponses([...EDGE, ...API_KEY, 'job_not_found']) },
   };
-  app.get('/api/playground/images/:jobId', { config: { auth: 'apiKey' }, schema: poll }, async (request, reply) => {
+  app.get('/api/playground/images/:jobId', { config: { auth: 'apiKey', operation: 'job' }, schema: poll }, async (request, reply) => {
     const job = await jobs.get(request.principal!, request.params.jobId, { baseUrl: baseUrlOf(request) });
     // Progress changes between polls: never serve a cached copy.
     return reply.header('cache-control', 'no-store').send(job);
@@ -56,7 +57,7 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
       ...errorResponses([...EDGE, ...API_KEY, 'job_not_found', 'job_finished']),
     },
   };
-  app.post('/api/playground/images/:jobId/cancel', { config: { auth: 'apiKey' }, schema: cancel }, async (request, reply) => {
+  app.post('/api/playground/images/:jobId/cancel', { config: { auth: 'apiKey', operation: 'cancelJob' }, schema: cancel }, async (request, reply) => {
     const job = await jobs.cancel(request.principal!, request.params.jobId, { baseUrl: baseUrlOf(request) });
     return reply.header('cache-control', 'no-store').send(job);
   });

@@ -1,7 +1,7 @@
 import type { FastifyPluginOptions, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { idempotencyKeySchema, type Idempotency, type IdempotentAttempt } from '../../domain/idempotency/service.js';
+import { answerOf, idempotencyKeySchema, type Idempotency, type IdempotentAttempt } from '../../domain/idempotency/service.js';
 
 /**
  * A REST route module: a Fastify plugin given only the interfaces its routes call. Its routes declare
@@ -29,12 +29,7 @@ export async function idempotent<T>(
   work: (attempt: IdempotentAttempt | null) => Promise<T>,
 ): Promise<T> {
   const key = request.headers['idempotency-key'];
-  try {
-    const { value, replayed } = await idempotency.run(request.principal!, Array.isArray(key) ? key.join(',') : key, operation, input, work);
-    if (replayed) void reply.header('idempotent-replayed', 'true');
-    return value;
-  } catch (err) {
-    if ((err as { replayed?: boolean }).replayed) void reply.header('idempotent-replayed', 'true');
-    throw err;
-  }
+  const outcome = await idempotency.run(request.principal!, Array.isArray(key) ? key.join(',') : key, operation, input, work);
+  if (outcome.kind !== 'ran') void reply.header('idempotent-replayed', 'true');
+  return answerOf(outcome);
 }

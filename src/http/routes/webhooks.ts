@@ -29,13 +29,13 @@ const webhookRoutes: RouteModule<{ webhooks: Pick<WebhookEndpoints, 'create' | '
     body: webhookRequest,
     response: { 201: webhookCreated, ...errorResponses([...EDGE, ...API_KEY, ...JSON_BODY, 'invalid_request']) },
   };
-  app.post('/api/webhooks', { config: { auth: 'apiKey' }, schema: create }, async (request, reply) => {
+  app.post('/api/webhooks', { config: { auth: 'apiKey', operation: 'createWebhook' }, schema: create }, async (request, reply) => {
     const created = await webhooks.create(request.principal!.accountId, request.body, baseUrlOf(request));
     return reply.code(201).header('cache-control', 'no-store').header('location', `/api/webhooks/${created.id}`).send(created);
   });
 
   const list = { summary: "List the account's webhook endpoints (no secrets)", response: { 200: webhookList, ...errorResponses([...EDGE, ...API_KEY]) } };
-  app.get('/api/webhooks', { config: { auth: 'apiKey' }, schema: list }, async (request, reply) => {
+  app.get('/api/webhooks', { config: { auth: 'apiKey', operation: 'listWebhooks' }, schema: list }, async (request, reply) => {
     return reply.header('cache-control', 'no-store').send({ webhooks: await webhooks.list(request.principal!.accountId) });
   });
 
@@ -44,7 +44,7 @@ const webhookRoutes: RouteModule<{ webhooks: Pick<WebhookEndpoints, 'create' | '
     params: z.object({ id: z.string() }),
     response: { 204: z.undefined().meta({ description: 'Deleted.' }), ...errorResponses([...EDGE, ...API_KEY, 'webhook_not_found']) },
   };
-  app.delete('/api/webhooks/:id', { config: { auth: 'apiKey' }, schema: remove }, async (request, reply) => {
+  app.delete('/api/webhooks/:id', { config: { auth: 'apiKey', operation: 'deleteWebhook' }, schema: remove }, async (request, reply) => {
     await webhooks.delete(request.principal!.accountId, request.params.id);
     return reply.code(204).send(undefined);
   });
