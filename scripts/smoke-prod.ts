@@ -116,6 +116,7 @@ async function main(): Promise<void> {
     ALLOWED_HOSTS: '127.0.0.1',
     IN_PROCESS_WORKER: 'false',
     LOG_LEVEL: 'warn',
+    METRICS_PORT: '0',
   };
 
   // Every process through the image's entrypoint, as the container runs it (node first on PATH).
@@ -128,6 +129,8 @@ async function main(): Promise<void> {
   const gateway = start('gateway', 'sh', [...entrypoint, 'gateway'], { cwd: scratch, env });
   const worker = start('worker', 'sh', [...entrypoint, 'worker'], { cwd: scratch, env: { ...env, LOG_LEVEL: 'info' } });
   const [, base] = await gateway.waitFor(/Gateway listening on (http:\/\/\S+) /, 'listening line');
+  const [, gatewayMetrics] = await gateway.waitFor(/^Metrics on (\S+)\.$/, 'metrics line');
+  const [, workerMetricsPort] = await worker.waitFor(/"msg":"metrics listening","port":(\d+)/, 'metrics line');
 
   await poll('GET /readyz → 200', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined));
   step('ready');
@@ -157,6 +160,13 @@ async function main(): Promise<void> {
   const image = await fetch(job.images[0]!.url!);
   if (image.status !== 200 || !image.headers.get('content-type')?.startsWith('image/')) fail(`image URL: ${image.status} ${image.headers.get('content-type')}`);
   step('image job completed; its image is served');
+
+  // prom-client is a production dependency: both serve metrics, counted where the domain decided.
+  const gatewayText = await (await fetch(gatewayMetrics!)).text();
+  if (!/^credits_charged_total\{service="definitions"\} 1$/m.test(gatewayText)) fail(`gateway metrics: no charged lookup in\n${gatewayText.slice(0, 2000)}`);
+  const workerText = await (await fetch(`http://127.0.0.1:${workerMetricsPort}/metrics`)).text();
+  if (!/^image_jobs_finished_total\{status="completed"\} 1$/m.test(workerText)) fail(`worker metrics: no completed job in\n${workerText.slice(0, 2000)}`);
+  step('metrics: the lookup charged (gateway), the job completed (worker)');
 
   // `exec` in the entrypoint: the pid signalled is node's, and node's handlers drain and exit 0.
   step('SIGTERM: both exit 0');
