@@ -114,6 +114,8 @@ async function main(): Promise<void> {
     HOST: '127.0.0.1',
     PORT: '0',
     ALLOWED_HOSTS: '127.0.0.1',
+    // Required in production; nothing is sent in this test (no sign-up), so nothing listens there.
+    SMTP_URL: 'smtp://127.0.0.1:1',
     IN_PROCESS_WORKER: 'false',
     LOG_LEVEL: 'warn',
     METRICS_PORT: '0',

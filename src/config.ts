@@ -132,6 +132,17 @@ const schema = z
     /** Behind reverse proxies: how many, or their addresses (then X-Forwarded-For/-Proto are read). */
     TRUST_PROXY: trustProxy,
     CONSOLE_SESSION_IDLE_MINUTES: int(30, 1, 24 * 60),
+    /** open: anyone may create an account at /console/sign-up; invite: new people only through an invitation. */
+    SIGNUP: z.enum(['open', 'invite']).default('open'),
+    /** Credits a new self-serve account starts with (audited as a grant). */
+    SIGNUP_CREDITS: int(0),
+    /** Where email goes: smtp:// or smtps://, credentials in the URL. Unset: emails are written to the log (not in production). */
+    SMTP_URL: z
+      .url()
+      .refine((u) => /^smtps?:\/\//.test(u), 'must be an smtp:// or smtps:// URL')
+      .optional(),
+    /** The From of every email, e.g. `Acme <no-reply@acme.example>`. */
+    EMAIL_FROM: z.string().max(320).default('credit-gateway <no-reply@localhost>'),
     CONSOLE_SESSION_MAX_HOURS: int(12, 1, 24 * 30),
     /** The console warns when the balance is below this. */
     LOW_BALANCE_THRESHOLD: int(10, 0),
@@ -208,6 +219,11 @@ export function checkGatewayConfig(config: Config): void {
   }
   if (!config.MONGODB_URI) {
     problems.push('MONGODB_URI: is required when NODE_ENV=production (the embedded database is for development and tests only; use a MongoDB replica set)');
+  }
+  if (!config.SMTP_URL) {
+    problems.push(
+      'SMTP_URL: is required when NODE_ENV=production (sign-up, password reset and invitation emails go out through it; only outside production are they written to the log instead)',
+    );
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
 }

@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
   // METRICS_PORT set: the domain, the edge and the doors count into one registry, served on its own port.
   const metrics = config.METRICS_PORT === undefined ? undefined : new PrometheusMetrics();
-  const services = await buildServices(config, { connection, metrics });
+  const services = await buildServices(config, { connection, emailLog: say, metrics });
   // Production never gets a demo: its key and password would be printed into the process's logs.
   const demo = config.NODE_ENV === 'production' ? null : await createDemoAccount(services, connection);
 

@@ -21,6 +21,7 @@ import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
 import { MongoIdempotencyStore } from './data/idempotency.js';
 import { MongoKeyStore } from './data/keys.js';
+import { MongoKeyCreditStore } from './data/key-credits.js';
 import { MongoRateLimitCounter } from './data/rate-limits.js';
 import { AuditLog } from './domain/audit/service.js';
 import { withTokenBudgets } from './domain/client-tokens/budget.js';
@@ -44,20 +45,35 @@ import type { ImageProvider } from './providers/images/types.js';
 import { argon2Hasher } from './providers/passwords/argon2.js';
 import type { PasswordHasher } from './domain/console/passwords.js';
 import { MongoJobEvents, type JobEvents } from './queue/job-events.js';
-import type { ImageJobService } from './domain/ports.js';
+import type { ImageJobService, JobWatch } from './domain/ports.js';
 import { ImageFiles } from './domain/jobs/files.js';
 import { ImageJobs } from './domain/jobs/service.js';
+import { JobWatcher } from './domain/jobs/watch.js';
 import { MongoUsageStore } from './data/usage.js';
 import { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
 import type { DomainMetrics } from './domain/metrics.js';
 import { UsageService } from './domain/usage/service.js';
+import { MongoEmailThrottleStore } from './data/email-throttle.js';
+import { MongoLinkTokenStore } from './data/link-tokens.js';
+import type { EmailSender } from './domain/email/ports.js';
+import { EmailThrottle } from './domain/email/throttle.js';
+import { LinkTokens } from './domain/links/service.js';
+import { createEmailSender } from './providers/email/index.js';
+import { MongoCredentialStore } from './data/credentials.js';
+import { PasswordService } from './domain/identity/password-reset.js';
+import { SignUpService } from './domain/identity/signup.js';
+import { TwoFactorService } from './domain/identity/two-factor.js';
 import { observeLowCredits, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, type ImageWork } from '../workers/services.js';
 
 export interface ConsoleServices {
   readonly users: UserService;
   readonly sessions: SessionService;
   readonly signIn: SignInService;
+  readonly signUp: SignUpService;
+  readonly passwords: PasswordService;
+  /** TOTP second factor; `isEnabled(userId)` tells whether a user has it. */
+  readonly twoFactor: TwoFactorService;
 }
 
 export interface Services {
@@ -87,8 +103,10 @@ export interface Services {
   readonly imageFiles: ImageFiles;
   /** The queue, runner, sweeps and deliveries, for the in-process worker (IN_PROCESS_WORKER). */
   readonly imageJobs: ImageWork;
-  /** Cross-process job changes (GraphQL `jobStatus`, the console's live playground). */
+  /** Cross-process job changes, the source of `jobWatch`. */
   readonly jobEvents: JobEvents;
+  /** A job's changes as its owner may see them (GraphQL `jobStatus`, the console's live playground). */
+  readonly jobWatch: JobWatch;
   /** Readiness: does the database answer? */
   readonly health: HealthCheck;
   readonly console: ConsoleServices;
@@ -100,6 +118,10 @@ export interface Services {
   readonly idempotency: Idempotency;
   /** Webhook endpoints and deliveries (REST and the console). */
   readonly webhooks: WebhookEndpoints;
+  /** Outgoing email (SMTP, or the log without SMTP_URL) and its per-address and per-IP throttle. */
+  readonly email: { readonly sender: EmailSender; readonly throttle: EmailThrottle };
+  /** Single-use tokens of emailed links: verification, password reset, invitations. */
+  readonly links: LinkTokens;
   /** Stops background work (change feeds, lastUsedAt flush). Does not close the connection (the caller owns it). */
   close(): Promise<void>;
 }
@@ -127,6 +149,8 @@ export interface ServiceDeps {
   idempotencyLockMs?: number;
   /** Told where the domain decides (charges, refunds, jobs, images, deliveries); default: nothing counted. */
   metrics?: DomainMetrics;
+  /** Where emails go without SMTP_URL (development); default: the logger. */
+  emailLog?: (text: string) => void;
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -146,11 +170,14 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const tokenStore = new MongoClientTokenStore(connection);
   const rateLimits = new MongoRateLimitCounter(connection);
   const usageStore = new MongoUsageStore(connection);
+  const linkStore = new MongoLinkTokenStore(connection);
+  const emailThrottleStore = new MongoEmailThrottleStore(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore].map((store) =>
-      store.init(),
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore].map(
+      (store) => store.init(),
     ),
   );
+  const emailSender = createEmailSender(config, deps.emailLog ?? ((text) => log.info({}, text)));
 
   const keyFeed = new MongoKeyChangeFeed(connection.db, { mode: deps.keyChanges ?? 'auto', log });
   await keyFeed.start();
@@ -166,6 +193,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     host,
     metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
+    keyCredits: new MongoKeyCreditStore(connection),
   });
   const keys = createKeyServices({
     keys: keyStore,
@@ -210,13 +238,22 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     sessions: sessionStore,
     limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
   });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore });
+  const links = new LinkTokens({ store: linkStore });
+  const emailThrottle = new EmailThrottle({ store: emailThrottleStore });
+  const credentialStore = new MongoCredentialStore(connection);
+  const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
+  const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
   const consoleServices: ConsoleServices = {
-    users: new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore }),
+    users,
     sessions,
-    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host }),
+    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
+    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
+    passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
+    twoFactor,
   };
 
-  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, keyActive: (keyId) => keys.verifier.isLive(keyId) });
+  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
   const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,
@@ -243,6 +280,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer }),
     imageJobs,
     jobEvents,
+    jobWatch: new JobWatcher({ jobs, changes: jobEvents }),
     health: databaseHealth(connection),
     console: consoleServices,
     idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
@@ -252,8 +290,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
       resolve: webhooks.resolve,
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
     }),
+    email: { sender: emailSender, throttle: emailThrottle },
+    links,
     async close() {
       stopRollUps();
+      emailSender.close?.();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await jobEvents.close();
       await queue.close();

@@ -2,6 +2,7 @@ import type { Job } from 'agenda';
 import type { Config } from '../src/config.js';
 import type { ImageRunner } from '../src/domain/jobs/runner.js';
 import type { JobSweeper } from '../src/domain/jobs/sweep.js';
+import type { KeySweeper } from '../src/domain/keys/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
 import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
 import { defineWebhookHandlers, scheduleWebhookSweep, type WebhookHandlerDeps } from './webhook-worker.js';
@@ -10,6 +11,8 @@ export interface ImageWorkerOptions {
   queue: ImageQueue;
   runner: ImageRunner;
   sweeper: JobSweeper;
+  /** Swept with the jobs: keys' credit reservations and `key.expiring`. */
+  keys?: Pick<KeySweeper, 'sweep'>;
   concurrency: number;
   lockLifetimeMs: number;
   sweepIntervalMs: number;
@@ -23,6 +26,7 @@ export interface ImageWorkKit {
   queue: ImageQueue;
   runner: ImageRunner;
   sweeper: JobSweeper;
+  keys?: Pick<KeySweeper, 'sweep'>;
   webhooks: WebhookHandlerDeps;
 }
 
@@ -52,6 +56,7 @@ export function startConfiguredImageWorker(config: Config, imageJobs: ImageWorkK
     queue: imageJobs.queue,
     runner: imageJobs.runner,
     sweeper: imageJobs.sweeper,
+    keys: imageJobs.keys,
     concurrency: config.WORKER_CONCURRENCY,
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
@@ -118,6 +123,8 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
     async () => {
       const report = await sweeper.sweep();
       if (Object.values(report).some((n) => n > 0)) log.info({ report }, 'image job sweep repaired jobs');
+      const keys = await opts.keys?.sweep();
+      if (keys && Object.values(keys).some((n) => n > 0)) log.info({ report: keys }, 'key sweep settled reservations or announced expiries');
     },
     { concurrency: 1, lockLifetime: Math.max(opts.lockLifetimeMs, 60_000) },
   );

@@ -27,6 +27,9 @@ import { ImageRunner } from '../src/domain/jobs/runner.js';
 import { JobSettlement } from '../src/domain/jobs/settlement.js';
 import { ImageUrlSigner } from '../src/domain/jobs/signed-urls.js';
 import { JobSweeper } from '../src/domain/jobs/sweep.js';
+import { KeySweeper } from '../src/domain/keys/sweep.js';
+import { MongoKeyCreditStore } from '../src/data/key-credits.js';
+import { MongoKeyStore } from '../src/data/keys.js';
 import { toJobView } from '../src/domain/jobs/view.js';
 import { silentLogger, type Logger } from '../src/domain/logger.js';
 import type { DomainMetrics } from '../src/domain/metrics.js';
@@ -67,6 +70,8 @@ export interface ImageWork {
   readonly settlement: JobSettlement;
   readonly runner: ImageRunner;
   readonly sweeper: JobSweeper;
+  /** Keys' credit reservations left by dead processes, and `key.expiring`: swept with the jobs. */
+  readonly keys?: KeySweeper;
   /** Webhooks ride on the same queue; a job that ends publishes its event through them. */
   readonly webhooks: WebhookWork;
 }
@@ -107,6 +112,7 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
     host: deps.host ?? hostname(),
     metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
+    keyCredits: new MongoKeyCreditStore(connection),
   });
   const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
   return {
@@ -207,7 +213,8 @@ export async function openImageWork(
     connection: Connection;
     queue: ImageQueue;
     signer: ImageUrlSigner;
-    credits: JobCredits;
+    /** With settleReservation (a CreditService), the key sweep runs too. */
+    credits: JobCredits & Partial<Pick<CreditService, 'settleReservation'>>;
     webhooks: WebhookWork;
     /** Defaults to the configured provider; tests pass their own. */
     provider?: ImageProvider;
@@ -245,5 +252,16 @@ export async function openImageWork(
     log: (msg, extra) => queue.errors.report(extra?.err ?? new Error(msg), 'heartbeat'),
   });
   const sweeper = new JobSweeper({ jobs: store, credits, queue, runner, lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS });
-  return { queue, store, signer: deps.signer, images, provider, settlement, runner, sweeper, webhooks };
+  const keyStore = new MongoKeyStore(connection);
+  await keyStore.init();
+  const settle = credits.settleReservation?.bind(credits);
+  const keys = settle
+    ? new KeySweeper({
+        credits: new MongoKeyCreditStore(connection),
+        settle,
+        expiry: keyStore,
+        publish: (accountId, key) => webhooks.publisher.publishKeyExpiring(accountId, key),
+      })
+    : undefined;
+  return { queue, store, signer: deps.signer, images, provider, settlement, runner, sweeper, keys, webhooks };
 }

@@ -13,14 +13,24 @@ import { ConfigError, loadConfig, type ConfigInput } from '../config.js';
 import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.js';
 import type { AuditActor } from '../domain/audit/types.js';
 import { isAppError } from '../domain/errors.js';
+import { processOutput } from './process-io.js';
+import type { KeySettingsInput } from '../domain/keys/settings.js';
 import { buildAdminServices, type AdminServices } from './services.js';
 
 export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MONGODB_URI)
 
   account create --name N [--credits C]     create an account      → {"accountId","name","credits"}
   credits grant --account ID --amount C     add credits (audited)  → {"accountId","credits"}
-  key create --account ID --name N          create an API key      → {"id","key","prefix","name","createdAt"} (key shown once)
-  key list --account ID                     list the account's keys
+  key create --account ID --name N [settings]
+                                            create an API key      → {"id","key","prefix","name","createdAt"} (key shown once)
+      settings: --expires-at ISO|never  --credit-limit N|none  --refill daily|monthly|none
+                --rate-limit N|none  --permissions lookup,generate,read,client_tokens,webhooks
+  key update --id KEYID [settings]          change a key's settings (audited); an absent one stays
+                                            → the key as key list shows it
+  key roll --id KEYID [--grace D]           a new key with the old one's name and settings (shown once);
+                                            the old key keeps working for D (0 default, 30s, 1h, 24h, 7d)
+                                            → {"id","key","prefix","oldKeyExpiresAt"}
+  key list --account ID                     list the account's keys with every setting
   key delete --id KEYID                     revoke a key (audited) → {"id","deletedAt"}
   audit export --account ID                 audit entries, one JSON object per line
   user create --account ID --email E --password-stdin
@@ -34,7 +44,8 @@ export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MO
 `;
 
 export interface CliIo {
-  stdout: (text: string) => void;
+  /** A promise: the reader lags, wait before writing more. */
+  stdout: (text: string) => Promise<void> | void;
   stderr: (text: string) => void;
   env: ConfigInput | NodeJS.ProcessEnv;
   /** One line from standard input (for --password-stdin); default: process.stdin. */
@@ -88,10 +99,14 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
 type Parsed = { command: string; values: Record<string, string | undefined> };
 
+const KEY_SETTING_OPTIONS = ['expires-at', 'credit-limit', 'refill', 'rate-limit', 'permissions'];
+
 const COMMANDS: Record<string, { required: string[]; optional: string[] }> = {
   'account create': { required: ['name'], optional: ['credits'] },
   'credits grant': { required: ['account', 'amount'], optional: [] },
-  'key create': { required: ['account', 'name'], optional: [] },
+  'key create': { required: ['account', 'name'], optional: KEY_SETTING_OPTIONS },
+  'key update': { required: ['id'], optional: KEY_SETTING_OPTIONS },
+  'key roll': { required: ['id'], optional: ['grace'] },
   'key list': { required: ['account'], optional: [] },
   'key delete': { required: ['id'], optional: [] },
   'audit export': { required: ['account'], optional: [] },
@@ -115,6 +130,12 @@ function parse(argv: readonly string[]): Parsed {
       from: { type: 'string' },
       to: { type: 'string' },
       email: { type: 'string' },
+      'expires-at': { type: 'string' },
+      'credit-limit': { type: 'string' },
+      refill: { type: 'string' },
+      'rate-limit': { type: 'string' },
+      permissions: { type: 'string' },
+      grace: { type: 'string' },
       // Never a password on the command line (shell history, ps): it comes on stdin.
       'password-stdin': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -136,7 +157,7 @@ function parse(argv: readonly string[]): Parsed {
 
 async function execute({ command, values }: Parsed, services: AdminServices, io: CliIo): Promise<void> {
   const actor = cliActor();
-  const print = (value: unknown) => io.stdout(`${JSON.stringify(value)}\n`);
+  const print = async (value: unknown) => io.stdout(`${JSON.stringify(value)}\n`);
   switch (command) {
     case 'account create': {
       const credits = values.credits === undefined ? 0 : integer('credits', values.credits);
@@ -150,19 +171,25 @@ async function execute({ command, values }: Parsed, services: AdminServices, io:
       return print({ accountId, credits });
     }
     case 'key create': {
-      const created = await services.keys.create(values.account!.trim().toLowerCase(), values.name, actor);
+      const created = await services.keys.create(values.account!.trim().toLowerCase(), values.name, actor, keySettings(values));
       return print({ id: created.id, key: created.key, prefix: created.prefix, name: created.name, createdAt: created.createdAt });
     }
+    case 'key update': {
+      return print(await services.keys.update(values.id, keySettings(values), actor));
+    }
+    case 'key roll': {
+      const rolled = await services.keys.roll(values.id, values.grace ?? '0', actor);
+      return print({ id: rolled.id, key: rolled.key, prefix: rolled.prefix, oldKeyExpiresAt: rolled.oldKeyExpiresAt });
+    }
     case 'key list': {
-      const keys = await services.keys.list(values.account!.trim().toLowerCase());
-      return print(keys.map((k) => ({ id: k.id, name: k.name, prefix: k.prefix, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, deletedAt: k.deletedAt })));
+      return print(await services.keys.list(values.account!.trim().toLowerCase()));
     }
     case 'key delete': {
       const deleted = await services.keys.delete(values.id, actor);
       return print({ id: deleted.id, deletedAt: deleted.deletedAt });
     }
     case 'audit export': {
-      for await (const entry of services.audit.exportForAccount(values.account!.trim())) print(entry);
+      for await (const entry of services.audit.exportForAccount(values.account!.trim())) await print(entry);
       return;
     }
     case 'user create': {
@@ -196,6 +223,27 @@ async function readStdinLine(): Promise<string> {
   return text.split(/\r?\n/)[0] ?? '';
 }
 
+/** The key settings given as options; `never` / `none` clear one. The service checks the rules. */
+function keySettings(values: Record<string, string | undefined>): KeySettingsInput {
+  const settings: KeySettingsInput = {};
+  const expires = values['expires-at']?.trim();
+  if (expires !== undefined) settings.expiresAt = expires === 'never' ? null : expires;
+  const limit = (option: string) => {
+    const text = values[option]?.trim();
+    if (text === undefined) return undefined;
+    if (text === 'none') return null;
+    if (!/^\d{1,15}$/.test(text)) throw new Error(`--${option} must be a positive integer or none, got "${text}"`);
+    return Number(text);
+  };
+  if (values['credit-limit'] !== undefined) settings.creditLimit = limit('credit-limit');
+  if (values['rate-limit'] !== undefined) settings.rateLimitPerMinute = limit('rate-limit');
+  const refill = values.refill?.trim();
+  if (refill !== undefined) settings.refill = refill === 'none' ? null : refill;
+  const permissions = values.permissions?.trim();
+  if (permissions !== undefined) settings.permissions = permissions === '' ? [] : permissions.split(',').map((p) => p.trim());
+  return settings;
+}
+
 /** Strict: "10" yes; "10.5", "1e3", "-1", "" no (the service then names the rule). */
 function integer(field: string, text: string): number {
   if (!/^\d{1,15}$/.test(text.trim())) throw new Error(`--${field} must be a non-negative integer, got "${text}"`);
@@ -223,17 +271,15 @@ function redact(uri: string): string {
   return uri.replace(/\/\/[^@/]*@/, '//***@');
 }
 
-const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]);
-if (invokedDirectly) {
-  runCli(process.argv.slice(2), {
-    stdout: (t) => process.stdout.write(t),
-    stderr: (t) => process.stderr.write(t),
-    env: process.env,
-  }).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(`error: ${(err as Error)?.message ?? String(err)}\n`);
-      process.exit(1);
-    },
-  );
+/** The CLI as this process (`npm run cli`, the bin): exits with the command's code once its output is written. */
+export async function runCliProcess(argv: readonly string[]): Promise<never> {
+  const output = processOutput();
+  const code = await runCli(argv, { stdout: output.stdout, stderr: output.stderr, env: process.env }).catch((err: unknown) => {
+    output.stderr(`error: ${(err as Error)?.message ?? String(err)}\n`);
+    return 1;
+  });
+  return output.exit(code);
 }
+
+const invokedDirectly = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]);
+if (invokedDirectly) void runCliProcess(process.argv.slice(2));

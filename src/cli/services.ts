@@ -9,6 +9,7 @@ import { MongoAccountStore } from '../data/accounts.js';
 import { MongoAuditStore } from '../data/audit.js';
 import { MongoSessionStore, MongoUserStore } from '../data/console.js';
 import { MongoKeyStore } from '../data/keys.js';
+import { MongoKeyCreditStore } from '../data/key-credits.js';
 import { AuditLog } from '../domain/audit/service.js';
 import type { PasswordHasher } from '../domain/console/passwords.js';
 import { UserService } from '../domain/console/users.js';
@@ -47,6 +48,7 @@ export async function buildAdminServices(deps: { connection: Connection; host?: 
     audit: auditStore,
     host: deps.host ?? hostname(),
     onBalanceChanged: (accountId, balance, state) => alerts.observe(accountId, balance, state),
+    keyCredits: new MongoKeyCreditStore(connection),
   });
   const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
   const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });

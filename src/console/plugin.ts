@@ -34,7 +34,11 @@ import keyRoutes from './routes/keys.js';
 import overviewRoutes from './routes/overview.js';
 import playgroundRoutes from './routes/playground.js';
 import sessionRoutes from './routes/sessions.js';
+import passwordResetRoutes from './routes/password-reset.js';
+import secondFactorRoutes from './routes/second-factor.js';
+import settingsRoutes from './routes/settings.js';
 import signInRoutes from './routes/sign-in.js';
+import signUpRoutes from './routes/sign-up.js';
 import type { ConsoleServices } from './routes/types.js';
 import usageRoutes from './routes/usage.js';
 import webhookRoutes from './routes/webhooks.js';
@@ -64,13 +68,18 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       scope.setNotFoundHandler(consoleNotFound);
 
       await scope.register(assetRoutes, {});
-      await scope.register(signInRoutes, { signIn: s.signIn, sessions: s.sessions });
+      await scope.register(signInRoutes, { signIn: s.signIn, sessions: s.sessions, signupOpen: config.SIGNUP === 'open' });
+      // With SIGNUP=invite the sign-up page and its links do not exist (404).
+      if (config.SIGNUP === 'open') await scope.register(signUpRoutes, { signUp: s.signUp, sessions: s.sessions, baseUrlOf });
+      await scope.register(passwordResetRoutes, { passwords: s.passwords, baseUrlOf });
+      await scope.register(secondFactorRoutes, { signIn: s.signIn, sessions: s.sessions });
+      await scope.register(settingsRoutes, { passwords: s.passwords, twoFactor: s.twoFactor });
       await scope.register(overviewRoutes, { credits: s.credits, usage: s.usage, lowBalance: config.LOW_BALANCE_THRESHOLD });
       await scope.register(keyRoutes, { keys: s.keys, host });
       await scope.register(usageRoutes, { usage: s.usage, keys: s.keys });
       await scope.register(auditRoutes, { audit: s.audit });
       await scope.register(jobRoutes, { jobs: s.jobs, baseUrlOf });
-      await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobEvents: s.jobEvents, credits: s.credits, baseUrlOf, csp });
+      await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobWatch: s.jobWatch, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });

@@ -25,7 +25,9 @@ export class MongoKeyChangeFeed implements KeyChangeFeed {
       onEvent: (event) => {
         const keyId = String(event.documentKey._id);
         const deleted = event.operationType === 'delete' || !event.fullDocument || event.fullDocument.deletedAt != null;
-        for (const l of this.listeners) l.changed(keyId, deleted);
+        // A charge moves creditsLeft but not updatedAt: listeners that cache settings may skip it.
+        const version = event.fullDocument?.updatedAt?.getTime();
+        for (const l of this.listeners) l.changed(keyId, deleted, version);
       },
       // Any switch (stream lost, stream back) invalidates what was cached under the previous regime.
       onStateChange: () => {

@@ -38,10 +38,12 @@ export const ERROR_CATALOG = {
     retryable: false,
   },
   invalid_api_key: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid API key', retryable: false },
+  api_key_expired: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'API key expired', retryable: false },
   client_token_expired: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Client token expired', retryable: false },
   invalid_client_token: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid client token', retryable: false },
   origin_not_allowed: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Origin not allowed for this token', retryable: false },
   scope_not_allowed: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: "Client token's scopes do not allow this operation", retryable: false },
+  key_permission: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'This API key does not have permission for this operation', retryable: false },
   api_key_required: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'This operation needs an API key (client tokens cannot do it)', retryable: false },
   api_key_in_browser: {
     httpStatus: 403,
@@ -50,6 +52,7 @@ export const ERROR_CATALOG = {
     retryable: false,
   },
   token_credit_limit: { httpStatus: 402, graphqlCode: 'INSUFFICIENT_CREDITS', message: 'Client token credit limit reached', retryable: false },
+  key_credit_limit: { httpStatus: 402, graphqlCode: 'INSUFFICIENT_CREDITS', message: 'Key credit limit reached', retryable: false },
   insufficient_credits: {
     httpStatus: 402,
     graphqlCode: 'INSUFFICIENT_CREDITS',
@@ -155,6 +158,12 @@ export const ERROR_CATALOG = {
     httpStatus: 503,
     graphqlCode: 'SERVICE_UNAVAILABLE',
     message: 'Upstream provider unavailable',
+    retryable: true,
+  },
+  email_unavailable: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Email could not be sent; try again later',
     retryable: true,
   },
   database_unavailable: {

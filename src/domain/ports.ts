@@ -1,6 +1,7 @@
 import type { KeyPrincipal, Principal } from './principal.js';
 import type { IdempotentAttempt } from './idempotency/service.js';
 import type { RateLimitOutcome } from './keys/rate-limit.js';
+import type { RevocationReason } from './keys/revocations.js';
 import type { JobCreated, JobView } from './jobs/types.js';
 import type { JobRecord } from './jobs/records.js';
 
@@ -27,11 +28,11 @@ export interface KeyAuthenticator {
    * made by other means (a client token it minted) or for a request's further units (each charging
    * GraphQL field). The verdict is a value (null: no limit configured); the caller answers a refusal.
    */
-  admit(keyId: string, cost?: number): Promise<RateLimitOutcome | null>;
+  admit(keyId: string, cost?: number, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null>;
   /** True while the key exists and is not deleted (reads the database; no cache). */
   isActive(keyId: string): Promise<boolean>;
-  /** Called with the key id whenever a key is deleted, on any instance. Returns an unsubscribe function. */
-  onRevoked(listener: (keyId: string) => void): () => void;
+  /** Called with the key id whenever a key is deleted or expires, on any instance. Returns an unsubscribe function. */
+  onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void;
 }
 
 /** An authenticated key and what the rate limit said of this request (null: no limit configured). */
@@ -91,4 +92,13 @@ export interface ImageJobService {
    * so no read per subscriber); null when it is another account's job or not yet charged (invisible).
    */
   viewOf(principal: Principal, job: JobRecord, ctx: JobUrlContext): JobView | null;
+}
+
+export interface JobWatch {
+  /**
+   * The caller's job now, then each later state the caller may see, ending after a final one. Errors
+   * as `ImageJobService.get` (job_not_found). Aborting `signal` ends the stream with the signal's
+   * reason (GraphQL: the key was deleted); returning the iterator releases it at once.
+   */
+  watch(principal: Principal, jobId: string, ctx: JobUrlContext, signal: AbortSignal): Promise<AsyncIterableIterator<JobView>>;
 }

@@ -19,6 +19,18 @@ export interface Principal {
   readonly permissions?: readonly KeyPermission[];
   /** The key's own rate limit per minute; absent or null: the server's RATE_LIMIT_PER_MINUTE. */
   readonly rateLimitPerMinute?: number | null;
+  /** The key's credit limit: a charge reserves on the key too; absent or null: none (issue 24). */
+  readonly creditLimit?: number | null;
+}
+
+/** A verified key's own rules, as a principal carries them (for a client token: its minting key's). */
+export interface KeyGrant {
+  /** Every permission for a key stored without a list. */
+  readonly permissions: readonly KeyPermission[];
+  /** Requests per minute for this key; null: the server's RATE_LIMIT_PER_MINUTE. */
+  readonly rateLimitPerMinute: number | null;
+  /** Null: no credit limit (charges reserve nothing on the key). */
+  readonly creditLimit: number | null;
 }
 
 /** What a client token allows: it acts for its key's account, within these bounds. */
@@ -41,3 +53,6 @@ export type CallSource = string;
 export function sourceOf(principal: Principal): CallSource {
   return principal.keyId ?? 'console';
 }
+
+/** Whose key a charge is held by: the key's credit limit, when it has one (a principal is one). */
+export type ChargeHolder = Pick<Principal, 'keyId' | 'creditLimit'>;

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
 import { rateLimitedError, type RateLimitOutcome } from '../domain/keys/rate-limit.js';
+import { keyMayRun } from '../domain/operations/access.js';
 import { isOperationName, type OperationName } from '../domain/operations/catalog.js';
 import type { Principal } from '../domain/principal.js';
 import type { Credentials } from './credentials.js';
@@ -64,6 +65,9 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
         auth === 'apiKey' ? await deps.credentials.apiKey(request.headers.authorization) : await deps.credentials.graphql(request.headers.authorization, request.headers.origin);
       // One unit per request, counted across every instance; the headers go on the answer, 429 or not.
       applyRateLimit(reply, admission.rateLimit);
+      // The key's permissions, before the body is read: 401 → 429 → 403 → 400 → 402 (docs/keys.md).
+      const operation = request.routeOptions.config.operation;
+      if (operation && !keyMayRun(admission.principal, operation)) throw new AppError('key_permission');
       request.principal = admission.principal;
     } else if (auth === 'session' || auth === 'optional-session') {
       // Refused before anything is read or touched: a cross-site request changes nothing.

@@ -8,6 +8,7 @@ import { bearerToken } from '../domain/client-tokens/format.js';
 import type { TokenCheck } from '../domain/client-tokens/service.js';
 import { AppError } from '../domain/errors.js';
 import type { RateLimitOutcome } from '../domain/keys/rate-limit.js';
+import type { RevocationReason } from '../domain/keys/revocations.js';
 import type { KeyAdmission, KeyAuthenticator } from '../domain/ports.js';
 import type { Principal } from '../domain/principal.js';
 
@@ -30,8 +31,8 @@ export interface Credentials {
   graphql(authorization: string | undefined, origin: string | undefined): Promise<Admission>;
   /** Further units of the caller's rate limit (each charging field past the first); null: none applies. */
   count(principal: Principal, units: number): Promise<RateLimitOutcome | null>;
-  /** Called with the key id whenever a key is deleted, on any instance (its tokens end with it). */
-  onRevoked(listener: (keyId: string) => void): () => void;
+  /** Called with the key id whenever a key is deleted or expires, on any instance (its tokens end with it). */
+  onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void;
 }
 
 export interface TokenVerifier {
@@ -48,10 +49,10 @@ export function createCredentials(deps: { keys: KeyAuthenticator; tokens?: Token
       const check = await tokens!.verify(token, origin);
       if (!check.ok) throw new AppError(check.reason);
       // A key's tokens count against its rate limit; the console's own tokens have no key.
-      const rateLimit = check.principal.keyId !== null ? await keys.admit(check.principal.keyId) : null;
+      const rateLimit = check.principal.keyId !== null ? await keys.admit(check.principal.keyId, 1, check.principal) : null;
       return { principal: check.principal, rateLimit };
     },
-    count: async (principal, units) => (principal.keyId !== null && units > 0 ? keys.admit(principal.keyId, units) : null),
+    count: async (principal, units) => (principal.keyId !== null && units > 0 ? keys.admit(principal.keyId, units, principal) : null),
     onRevoked: (listener) => keys.onRevoked(listener),
   };
 }

@@ -5,13 +5,14 @@
  */
 import type { Config } from '../config.js';
 import { AppError } from '../domain/errors.js';
-import type { DefinitionService, ImageJobService } from '../domain/ports.js';
+import type { DefinitionService, ImageJobService, JobWatch } from '../domain/ports.js';
 
 export type ServiceName = Config['SERVICES'][number];
 
 export interface Sellable {
   definitions: DefinitionService;
   jobs: ImageJobService;
+  jobWatch: JobWatch;
 }
 
 export function serves(config: Pick<Config, 'SERVICES'>, service: ServiceName): boolean {
@@ -23,6 +24,7 @@ export function exposedOnly<T extends Sellable>(services: T, config: Pick<Config
     ...services,
     definitions: serves(config, 'definitions') ? services.definitions : unserved<DefinitionService>(),
     jobs: serves(config, 'images') ? services.jobs : unserved<ImageJobService>(),
+    jobWatch: serves(config, 'images') ? services.jobWatch : unserved<JobWatch>(),
   };
 }
 

@@ -6,11 +6,13 @@
  * deleted (on any instance) or its token expires. Refused credentials close the socket with 4401, which
  * graphql-ws clients treat as final (4403 they retry for half a minute); a database outage with 1013.
  */
+import { setMaxListeners } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { CloseCode } from 'graphql-ws';
 import type { WebSocket } from 'ws';
 import { AppError } from '../domain/errors.js';
 import { rateLimitedError } from '../domain/keys/rate-limit.js';
+import type { RevocationReason } from '../domain/keys/revocations.js';
 import type { Logger } from '../domain/logger.js';
 import type { Principal } from '../domain/principal.js';
 import type { CredentialCheck, Credentials } from './credentials.js';
@@ -56,19 +58,28 @@ export interface SocketCaller {
   active: number;
 }
 
+/** Listeners of a connection's signal besides its subscriptions' (none today; room for a few). */
+const EXTRA_SIGNAL_LISTENERS = 10;
+
 /** How long an ending gives subscriptions to send their UNAUTHENTICATED error before the socket closes. */
 const ENDING_GRACE_MS = 200;
 
 export class SocketCallers {
   /** Key id → the connections it opened, directly or through its client tokens (console tokens have none). */
-  private readonly byKey = new Map<string, Set<() => void>>();
+  private readonly byKey = new Map<string, Set<(reason: RevocationReason) => void>>();
   private readonly unsubscribe: () => void;
 
   constructor(
-    private readonly deps: { credentials: Credentials; databaseDown: () => boolean; log: Pick<Logger, 'error'> },
+    private readonly deps: {
+      credentials: Credentials;
+      databaseDown: () => boolean;
+      log: Pick<Logger, 'error'>;
+      /** GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET: each open subscription listens to the connection's signal. */
+      maxSubscriptions: number;
+    },
   ) {
-    this.unsubscribe = deps.credentials.onRevoked((keyId) => {
-      for (const end of this.byKey.get(keyId) ?? []) end();
+    this.unsubscribe = deps.credentials.onRevoked((keyId, reason) => {
+      for (const end of this.byKey.get(keyId) ?? []) end(reason);
     });
   }
 
@@ -100,6 +111,9 @@ export class SocketCallers {
     }
 
     const ending = new AbortController();
+    // One abort listener per open subscription is the design, bounded by the per-socket cap: Node's
+    // default of 10 would report an 11th as a possible leak (MaxListenersExceededWarning).
+    setMaxListeners(this.deps.maxSubscriptions + EXTRA_SIGNAL_LISTENERS, ending.signal);
     const caller: SocketCaller = {
       principal,
       signal: ending.signal,
@@ -122,9 +136,10 @@ export class SocketCallers {
       // Subscriptions end with an UNAUTHENTICATED error first; then the connection goes.
       setTimeout(() => socket.close(code, text), caller.active ? ENDING_GRACE_MS : 0).unref();
     };
-    const revoked = () => end(new AppError(principal.token ? 'invalid_client_token' : 'invalid_api_key'));
+    const revoked = (reason: RevocationReason) =>
+      end(new AppError(principal.token ? 'invalid_client_token' : reason === 'expired' ? 'api_key_expired' : 'invalid_api_key'));
     const keyId = principal.keyId;
-    let set: Set<() => void> | undefined;
+    let set: Set<(reason: RevocationReason) => void> | undefined;
     if (keyId !== null) {
       set = this.byKey.get(keyId);
       if (!set) this.byKey.set(keyId, (set = new Set()));

@@ -1,10 +1,10 @@
 import DataLoader from 'dataloader';
-import type { CreditBalances, DefinitionService, ImageJobService, JobUrlContext, KeyAuthenticator } from '../domain/ports.js';
+import type { CreditBalances, DefinitionService, ImageJobService, JobUrlContext, JobWatch, KeyAuthenticator } from '../domain/ports.js';
 import type { Principal } from '../domain/principal.js';
 import type { JobView } from '../domain/jobs/types.js';
 import type { Idempotency } from '../domain/idempotency/service.js';
 import type { ClientTokens } from '../domain/client-tokens/service.js';
-import type { JobEvents } from '../queue/job-events.js';
+import type { KeySummary } from '../domain/keys/manager.js';
 
 /** The domain services the GraphQL door calls: the same objects REST calls. */
 export interface GraphQLServices {
@@ -12,8 +12,11 @@ export interface GraphQLServices {
   balances: CreditBalances;
   definitions: DefinitionService;
   jobs: ImageJobService;
-  jobEvents: JobEvents;
+  /** `jobStatus`: a job's changes as the caller may see them. */
+  jobWatch: JobWatch;
   idempotency: Pick<Idempotency, 'run'>;
+  /** The calling key's settings (`me { key }`); absent: null. */
+  apiKeys?: { get(keyId: string): Promise<KeySummary> };
   /** Minting client tokens (`createClientToken`); absent: the mutation answers NOT_FOUND. */
   tokens?: Pick<ClientTokens, 'mint' | 'verify'>;
 }

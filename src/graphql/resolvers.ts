@@ -5,8 +5,7 @@ import { answerOf, type IdempotentAttempt } from '../domain/idempotency/service.
 import { MAX_PAGE_SIZE } from '../domain/jobs/service.js';
 import type { JobCreated, JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
-import { watchJob } from '../queue/job-watch.js';
-import { AccountType, GenerateResultType, JobConnectionType, JobType, LookupResultType, type PageInfoType } from './types.js';
+import { AccountType, ApiKeyType, GenerateResultType, JobConnectionType, JobType, LookupResultType, type PageInfoType } from './types.js';
 
 /**
  * Thin resolvers: parse arguments, call the domain service REST calls too, shape the result. Every
@@ -93,7 +92,10 @@ export class JobResolver {
   @Authorized()
   @Subscription(() => JobType, {
     description: 'The job now, then on every change; completes after completed, failed or canceled. NOT_FOUND (job_not_found) as `job(id:)`.',
-    subscribe: ({ args, context }) => watchJob(context as GraphQLContext, String(args.jobId)),
+    subscribe: ({ args, context }) => {
+      const ctx = context as GraphQLContext;
+      return ctx.services.jobWatch.watch(ctx.principal, String(args.jobId), ctx.urls, ctx.signal);
+    },
   })
   jobStatus(@Arg('jobId', () => ID, { description: JOB_ID }) _jobId: string, @Root() job: JobView): JobView {
     return job;
@@ -147,6 +149,17 @@ export class AccountResolver {
     // The key authenticated this very operation, so its account exists; anything else is a fault.
     if (balance === null) throw new Error(`no balance for authenticated account ${account.id}`);
     return balance;
+  }
+
+  @FieldResolver(() => ApiKeyType, {
+    nullable: true,
+    description: "The API key of this call (for a client token: the key that minted it); null for the console's own token.",
+  })
+  async key(@Ctx() ctx: GraphQLContext): Promise<ApiKeyType | null> {
+    const keyId = ctx.principal.keyId;
+    if (keyId === null || !ctx.services.apiKeys) return null;
+    const key = await ctx.services.apiKeys.get(keyId);
+    return { ...key, permissions: [...key.permissions] };
   }
 }
 

@@ -1,6 +1,8 @@
 import { GraphQLScalarType } from 'graphql';
 import { Field, GraphQLISODateTime, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
 import { IMAGE_STATUSES, JOB_STATUSES, type ImageStatus, type JobStatus } from '../domain/jobs/types.js';
+import { KEY_PERMISSIONS, type KeyPermission } from '../domain/keys/permissions.js';
+import { KEY_REFILLS, type KeyRefill } from '../domain/keys/records.js';
 
 /**
  * GraphQL object types. Every decorator names its type explicitly: esbuild (tsx, vitest) emits no
@@ -168,6 +170,59 @@ export class LookupResultType {
 export class AccountType {
   @Field(() => ID, { description: 'The account id: the cache key of Apollo Client and urql.' })
   id!: string;
+}
+
+export const KeyRefillEnum = enumOf<KeyRefill>(KEY_REFILLS);
+registerEnumType(KeyRefillEnum, {
+  name: 'KeyRefill',
+  description: "How a key's credit limit comes back: a reset to the limit (not an addition) at a UTC boundary.",
+  valuesConfig: describedValues<KeyRefill>({
+    daily: 'Credits left are set back to the limit at 00:00 UTC every day.',
+    monthly: 'Credits left are set back to the limit at 00:00 UTC on the 1st of every month.',
+  }),
+});
+
+export const KeyPermissionEnum = enumOf<KeyPermission>(KEY_PERMISSIONS);
+registerEnumType(KeyPermissionEnum, {
+  name: 'KeyPermission',
+  description: 'What an API key may do (its client tokens can have no more).',
+  valuesConfig: describedValues<KeyPermission>({
+    lookup: 'Definition lookups (`lookup`).',
+    generate: 'Image generation and cancellation (`generate`, `cancelJob`).',
+    read: 'Reading: `me`, `job`, `jobs`, `jobStatus`.',
+    client_tokens: 'Minting client tokens (`createClientToken`).',
+    webhooks: 'Managing webhook endpoints.',
+  }),
+});
+
+@ObjectType('ApiKey', { description: 'An API key and its settings, as the console and the CLI set them. The key itself is never shown again after creation.' })
+export class ApiKeyType {
+  @Field(() => ID, { description: "The key's id." })
+  id!: string;
+
+  @Field(() => String, { description: 'The name given at creation.' })
+  name!: string;
+
+  @Field(() => String, { description: 'The first 12 characters of the key (`wi_live_` + 4).' })
+  prefix!: string;
+
+  @Field(() => DateTimeScalar, { nullable: true, description: 'From this instant the key is refused (`api_key_expired`); null: it never expires.' })
+  expiresAt!: Date | null;
+
+  @Field(() => Int, { nullable: true, description: 'The most the key may spend (per refill period when it refills); null: no limit beyond the balance.' })
+  creditLimit!: number | null;
+
+  @Field(() => Int, { nullable: true, description: 'What the key may still spend now (a refill that is due counted); null without a credit limit.' })
+  creditsLeft!: number | null;
+
+  @Field(() => KeyRefillEnum, { nullable: true, description: 'When credits left are reset to the limit; null: never.' })
+  refill!: KeyRefill | null;
+
+  @Field(() => Int, { nullable: true, description: "This key's own requests per minute; null: the server's RATE_LIMIT_PER_MINUTE." })
+  rateLimitPerMinute!: number | null;
+
+  @Field(() => [KeyPermissionEnum], { description: 'What the key may do.' })
+  permissions!: KeyPermission[];
 }
 
 @ObjectType('PageInfo', { description: 'Where a page of a list ends.' })

@@ -148,7 +148,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   app.setNotFoundHandler((request, reply) => sendError(reply, request, new AppError('route_not_found')));
   app.setErrorHandler((err, request, reply) => sendError(reply, request, translate(err, request)));
 
-  const sellable = exposedOnly(services.budgeted, config);
+  const sellable = exposedOnly({ ...services.budgeted, jobWatch: services.jobWatch }, config);
   const baseUrlOf = (r: Pick<FastifyRequest, 'protocol' | 'headers'>) => baseUrl(config, r);
   // Before any route: the document collects routes as they are added.
   useZodSchemas(app);
@@ -169,9 +169,9 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     config,
     services: {
       keys: services.authenticator,
+      apiKeys: services.keys,
       tokens: services.clientTokens,
       balances: services.balances,
-      jobEvents: services.jobEvents,
       idempotency: services.idempotency,
       ...sellable,
     },
@@ -188,10 +188,12 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       keys: services.keys,
       credits: services.credits,
       audit: services.audit,
-      jobEvents: services.jobEvents,
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      signUp: services.console.signUp,
+      passwords: services.console.passwords,
+      twoFactor: services.console.twoFactor,
       clientTokens: services.clientTokens,
       webhooks: services.webhooks,
     },

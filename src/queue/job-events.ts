@@ -2,7 +2,7 @@ import type { Db } from 'mongodb';
 import { CollectionWatcher, type WatchEvent, type WatcherLogger } from '../data/collection-watcher.js';
 import { toJobRecord } from '../data/jobs.js';
 import type { JobDoc } from '../data/models/job.js';
-import type { JobRecord } from '../domain/jobs/records.js';
+import type { JobChangeFeed, JobRecord } from '../domain/jobs/records.js';
 
 /**
  * Cross-process job events for the GraphQL `jobStatus` subscription. Workers run in other processes
@@ -19,14 +19,13 @@ import type { JobRecord } from '../domain/jobs/records.js';
 export type JobEventsMode = 'auto' | 'changestream' | 'poll';
 export type JobListener = (job: JobRecord) => void;
 
-export interface JobEvents {
+export interface JobEvents extends JobChangeFeed {
   /** The source in use: `changestream` or `poll`; `stopped` before start and after close. */
   readonly activeMode: 'changestream' | 'poll' | 'stopped';
-  /** Calls `listener` with the job after each of its changes, until the returned function is called. */
   subscribe(jobId: string, listener: JobListener): () => void;
   /**
-   * Resolves once changes are being watched (starting the watcher on first use, so processes that
-   * never subscribe, like workers, open no stream); every change committed after that is delivered.
+   * Resolves once changes are being watched (starting the watcher on first use, so a gateway no one
+   * subscribes to opens no stream); every change committed after that is delivered.
    */
   ready(): Promise<void>;
   /** Number of live listeners (all jobs), for tests and metrics. */

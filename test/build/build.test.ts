@@ -68,7 +68,7 @@ describe('npm run build', () => {
   it('with NODE_ENV=production and no MONGODB_URI the compiled gateway refuses to start, naming the variable, and starts no database', async () => {
     const child = spawn(process.execPath, ['src/main.js'], {
       cwd: out,
-      env: { PATH: process.env.PATH, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://api.example.com', PORT: '0', DATA_DIR: path.join(out, 'data') },
+      env: { PATH: process.env.PATH, NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://api.example.com', SMTP_URL: 'smtp://mail.example.com', PORT: '0', DATA_DIR: path.join(out, 'data') },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -45,7 +45,7 @@ describe('Webhooks page', () => {
     expect(page).toContain('<a href="/console/webhooks" aria-current="page">Webhooks</a>');
     expect(page).toContain('<label for="webhook-url">URL</label>');
     expect(page).toContain('<legend>Events</legend>');
-    for (const type of ['job.completed', 'job.failed', 'job.canceled', 'credits.low']) expect(page).toContain(`name="events" value="${type}" checked`);
+    for (const type of ['job.completed', 'job.failed', 'job.canceled', 'credits.low', 'key.expiring']) expect(page).toContain(`name="events" value="${type}" checked`);
     expect(page).toContain('<button type="submit">Add endpoint</button>');
     expect(page).toContain('<label for="low-threshold">Low-balance threshold</label>');
     expect(page).toMatch(/id="low-threshold"[^>]*value="10"/);

@@ -18,7 +18,7 @@ async function cliWithInput(line: string | undefined, ...argv: string[]) {
   let stdout = '';
   let stderr = '';
   const readLine = line === undefined ? undefined : async () => line;
-  const code = await runCli(argv, { stdout: (t) => (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine });
+  const code = await runCli(argv, { stdout: (t) => void (stdout += t), stderr: (t) => (stderr += t), env: { MONGODB_URI: uri }, readLine });
   return { code, stdout, stderr, json: () => JSON.parse(stdout) };
 }
 
@@ -71,11 +71,66 @@ describe('gateway CLI', () => {
     key = out.key;
   });
 
-  it('key list never shows the key', async () => {
+  it('key list shows every setting and never the key', async () => {
     const res = await cli('key', 'list', '--account', accountId);
     const list = res.json();
-    expect(list).toEqual([{ id: keyId, name: 'prod', prefix: key.slice(0, 12), createdAt: expect.any(String), lastUsedAt: null, deletedAt: null }]);
+    expect(list).toEqual([
+      {
+        id: keyId,
+        name: 'prod',
+        prefix: key.slice(0, 12),
+        createdAt: expect.any(String),
+        lastUsedAt: null,
+        deletedAt: null,
+        expiresAt: null,
+        creditLimit: null,
+        creditsLeft: null,
+        refill: null,
+        rateLimitPerMinute: null,
+        permissions: ['lookup', 'generate', 'read', 'client_tokens', 'webhooks'],
+        rolledFrom: null,
+      },
+    ]);
     expect(res.stdout).not.toContain(key);
+  });
+
+  it('key create takes the settings; key update changes them (never clears the expiry); a past time is refused', async () => {
+    const accountId = (await cli('account', 'create', '--name', 'Settings')).json().accountId;
+    const expiresAt = new Date(Date.now() + 86_400_000).toISOString();
+    const created = await cli('key', 'create', '--account', accountId, '--name', 'ci', '--expires-at', expiresAt, '--credit-limit', '10', '--refill', 'daily', '--rate-limit', '60', '--permissions', 'lookup,read');
+    expect(created.code).toBe(0);
+    const id = created.json().id;
+    const listed = (await cli('key', 'list', '--account', accountId)).json().find((k: any) => k.id === id);
+    expect(listed).toMatchObject({ expiresAt, creditLimit: 10, creditsLeft: 10, refill: 'daily', rateLimitPerMinute: 60, permissions: ['lookup', 'read'] });
+    const updated = await cli('key', 'update', '--id', id, '--expires-at', 'never', '--rate-limit', 'none', '--permissions', 'generate,lookup');
+    expect(updated.code).toBe(0);
+    expect(updated.json()).toMatchObject({ id, expiresAt: null, creditLimit: 10, rateLimitPerMinute: null, permissions: ['lookup', 'generate'] });
+    const past = await cli('key', 'update', '--id', id, '--expires-at', '2020-01-01T00:00:00Z');
+    expect(past).toMatchObject({ code: 1, stderr: 'error: expiresAt must be in the future\n' });
+    const refill = await cli('key', 'update', '--id', id, '--credit-limit', 'none', '--refill', 'monthly');
+    expect(refill).toMatchObject({ code: 1, stderr: 'error: refill needs a credit limit\n' });
+    const word = await cli('key', 'update', '--id', id, '--credit-limit', 'ten');
+    expect(word.code).toBe(1);
+    expect(word.stderr).toContain('--credit-limit must be a positive integer or none');
+  });
+
+  it('key roll answers the new key and when the old one ends; the grace is 0 to 7d', async () => {
+    const accountId = (await cli('account', 'create', '--name', 'Rolling')).json().accountId;
+    const created = (await cli('key', 'create', '--account', accountId, '--name', 'to roll', '--credit-limit', '4')).json();
+    const before = Date.now();
+    const rolled = await cli('key', 'roll', '--id', created.id, '--grace', '1h');
+    expect(rolled.code).toBe(0);
+    expect(rolled.json()).toEqual({ id: expect.stringMatching(/^[0-9a-f]{24}$/), key: expect.stringMatching(/^wi_live_[0-9a-f]{64}$/), prefix: expect.any(String), oldKeyExpiresAt: expect.any(String) });
+    const ends = Date.parse(rolled.json().oldKeyExpiresAt) - before;
+    expect(ends).toBeGreaterThan(3_590_000);
+    expect(ends).toBeLessThan(3_700_000);
+    const listed = (await cli('key', 'list', '--account', accountId)).json().find((k: any) => k.id === rolled.json().id);
+    expect(listed).toMatchObject({ name: 'to roll', creditLimit: 4, rolledFrom: created.id });
+    for (const grace of ['8d', '1w', '1.5h', '10']) {
+      const bad = await cli('key', 'roll', '--id', rolled.json().id, '--grace', grace);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain('grace must be 0 or a duration up to 7d');
+    }
   });
 
   it('key delete', async () => {

@@ -55,7 +55,7 @@ describe('two gateways started together on an empty database', () => {
 describe('NODE_ENV=production', () => {
   it('seeds no demo on an empty database and prints no key or password', async () => {
     const dbName = freshDbName();
-    const env = { NODE_ENV: 'production', MONGODB_URI: `${inject('mongoUri').replace(/\/?$/, '/')}${dbName}`, PUBLIC_BASE_URL: 'https://api.example.com', IN_PROCESS_WORKER: 'false' };
+    const env = { NODE_ENV: 'production', MONGODB_URI: `${inject('mongoUri').replace(/\/?$/, '/')}${dbName}`, PUBLIC_BASE_URL: 'https://api.example.com', SMTP_URL: 'smtp://127.0.0.1:25', IN_PROCESS_WORKER: 'false' };
     const gw = await startGatewayProcess(env, { demoKey: false });
     cleanup.push(() => gw.dispose());
     expect((await fetch(`${gw.base}/readyz`)).status).toBe(200);

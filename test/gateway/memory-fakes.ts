@@ -1,7 +1,7 @@
 import type { AuditEntry, AuditEntryInput, AuditFilter, AuditStore } from '../../src/domain/audit/types.js';
 import type { IdempotencyRecord, IdempotencyStore, StoredOutcome } from '../../src/domain/idempotency/service.js';
 import type { AccountRecord, AccountStore, ApplyResult } from '../../src/domain/credits/records.js';
-import type { KeyChangeFeed, KeyChangeListener, KeyRecord, KeyStore } from '../../src/domain/keys/records.js';
+import type { KeyChangeFeed, KeyChangeListener, KeyRecord, KeyStore, NewKey } from '../../src/domain/keys/records.js';
 import type { RateLimitCounter } from '../../src/domain/keys/rate-limit.js';
 import { utcDay, type UsageCount, type UsageRow, type UsageStore } from '../../src/domain/usage/types.js';
 
@@ -142,8 +142,24 @@ export class MemoryKeyStore implements KeyStore {
   /** Runs between the read and its answer (to simulate a change racing a read). */
   duringRead?: () => void;
 
-  async insert(k: Omit<KeyRecord, 'id' | 'lastUsedAt' | 'deletedAt'>): Promise<KeyRecord> {
-    const rec = { ...k, id: oid(), lastUsedAt: null, deletedAt: null };
+  async insert(k: NewKey): Promise<KeyRecord> {
+    const limit = k.creditLimit ?? null;
+    const rec: KeyRecord = {
+      ...k,
+      id: oid(),
+      lastUsedAt: null,
+      deletedAt: null,
+      updatedAt: k.createdAt,
+      expiresAt: k.expiresAt ?? null,
+      creditLimit: limit,
+      creditsLeft: limit,
+      refill: limit === null ? null : (k.refill ?? null),
+      refilledFor: null,
+      rateLimitPerMinute: k.rateLimitPerMinute ?? null,
+      permissions: k.permissions ?? null,
+      rolledFrom: k.rolledFrom ?? null,
+      expiringNotifiedAt: null,
+    };
     this.keys.set(rec.id, rec);
     return { ...rec };
   }
@@ -165,6 +181,21 @@ export class MemoryKeyStore implements KeyStore {
     const k = this.keys.get(id);
     if (!k) return null;
     k.deletedAt ??= at;
+    return { ...k };
+  }
+  async updateSettings(id: string, expected: Pick<KeyRecord, 'expiresAt' | 'creditLimit' | 'creditsLeft'>, change: Partial<KeyRecord>, at: Date) {
+    const k = this.keys.get(id);
+    const same = (a: Date | null, b: Date | null) => (a?.getTime() ?? null) === (b?.getTime() ?? null);
+    if (!k || k.deletedAt || !same(k.expiresAt, expected.expiresAt) || k.creditLimit !== expected.creditLimit || k.creditsLeft !== expected.creditsLeft) return null;
+    for (const [field, value] of Object.entries(change)) if (value !== undefined) (k as unknown as Record<string, unknown>)[field] = value;
+    if (change.expiresAt !== undefined && !same(change.expiresAt, expected.expiresAt)) k.expiringNotifiedAt = null;
+    k.updatedAt = at;
+    return { ...k };
+  }
+  async expireBy(id: string, at: Date, now: Date) {
+    const k = this.keys.get(id);
+    if (!k) return null;
+    if (!k.deletedAt && (!k.expiresAt || k.expiresAt > at)) Object.assign(k, { expiresAt: at, updatedAt: now, expiringNotifiedAt: null });
     return { ...k };
   }
   async recordUse(uses: readonly { keyId: string; at: Date }[]) {

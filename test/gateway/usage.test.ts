@@ -237,7 +237,7 @@ describe('gateway-cli usage', () => {
     let stdout = '';
     let stderr = '';
     const uri = t.config.MONGODB_URI!.replace(/\/?$/, `/${t.connection.db!.databaseName}`);
-    const code = await runCli(argv, { stdout: (s) => (stdout += s), stderr: (s) => (stderr += s), env: { MONGODB_URI: uri } });
+    const code = await runCli(argv, { stdout: (s) => void (stdout += s), stderr: (s) => (stderr += s), env: { MONGODB_URI: uri } });
     return { code, stdout, stderr };
   }
 

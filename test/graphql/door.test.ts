@@ -9,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { AppError } from '../../src/domain/errors.js';
 import type { JobRecord } from '../../src/domain/jobs/records.js';
 import { ImageJobs } from '../../src/domain/jobs/service.js';
+import { JobWatcher } from '../../src/domain/jobs/watch.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import type { DefinitionService, KeyAuthenticator } from '../../src/domain/ports.js';
 import type { KeyPrincipal } from '../../src/domain/principal.js';
@@ -38,7 +39,7 @@ class FakeKeys implements KeyAuthenticator {
     [KEY_A, { accountId: '0'.repeat(23) + 'a', keyId: '1'.repeat(23) + 'a', deleted: false }],
     [KEY_B, { accountId: '0'.repeat(23) + 'b', keyId: '1'.repeat(23) + 'b', deleted: false }],
   ]);
-  private readonly listeners = new Set<(keyId: string) => void>();
+  private readonly listeners = new Set<(keyId: string, reason: "deleted" | "expired") => void>();
 
   async authenticate(header: string | undefined): Promise<KeyPrincipal> {
     const m = /^Bearer (\S+)$/.exec(header ?? '');
@@ -58,14 +59,14 @@ class FakeKeys implements KeyAuthenticator {
   async isActive(keyId: string) {
     return [...this.keys.values()].some((k) => k.keyId === keyId && !k.deleted);
   }
-  onRevoked(listener: (keyId: string) => void) {
+  onRevoked(listener: (keyId: string, reason: "deleted" | "expired") => void) {
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
   }
   delete(key: string) {
     const k = this.keys.get(key)!;
     k.deleted = true;
-    for (const l of this.listeners) l(k.keyId);
+    for (const l of this.listeners) l(k.keyId, "deleted");
   }
 }
 
@@ -115,7 +116,7 @@ beforeAll(async () => {
   const services: GraphQLServices = {
     keys,
     jobs,
-    jobEvents: events,
+    jobWatch: new JobWatcher({ jobs, changes: events }),
     definitions: { lookup: (p, k) => definitionImpl(p, k) },
     balances: { balances: async (ids) => ids.map((id) => credits.balances.get(id) ?? null) },
     idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),
@@ -268,7 +269,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
     const services: GraphQLServices = {
       keys,
       jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null, cancel: async () => ({}) as never },
-      jobEvents: events,
+      jobWatch: { watch: async () => ({}) as never },
       definitions: { lookup: (p, k) => definitionImpl(p, k) },
       balances: { balances: async (ids) => ids.map(() => 1) },
       idempotency: new Idempotency({ store: new MemoryIdempotencyStore() }),

@@ -155,11 +155,11 @@ describe('descriptions', () => {
 });
 
 describe('client caches', () => {
-  it('only Job and Account carry an id, an ID! (JobImage is stored inside its Job)', () => {
+  it('only Job, Account and ApiKey carry an id, an ID! (JobImage is stored inside its Job)', () => {
     const withId = Object.values(schema.getTypeMap()).filter(
       (type) => isObjectType(type) && !type.name.startsWith('__') && ('id' in type.getFields() || '_id' in type.getFields()),
     );
-    expect(withId.map((type) => type.name).sort()).toEqual(['Account', 'Job']);
+    expect(withId.map((type) => type.name).sort()).toEqual(['Account', 'ApiKey', 'Job']);
     for (const type of withId) expect(String(isObjectType(type) && type.getFields().id!.type)).toBe('ID!');
   });
 

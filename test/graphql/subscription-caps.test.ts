@@ -113,3 +113,39 @@ describe('subscription caps', () => {
     expect(b.ws.readyState).toBe(WebSocket.OPEN);
   });
 });
+
+describe('many subscriptions on one socket', () => {
+  let many: TestApp;
+  let owner: TestAccount;
+  let manyJobId: string;
+  const warnings: Error[] = [];
+  const onWarning = (w: Error) => void warnings.push(w);
+
+  beforeAll(async () => {
+    many = await startTestApp({ GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET: '30', GRAPHQL_MAX_SUBSCRIPTIONS_PER_KEY: '100' });
+    owner = await many.createAccountWithKey({ credits: 5 });
+    const res = await fetch(`${many.baseUrl}/api/playground/images`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ prompts: ['a lantern'] }),
+    });
+    manyJobId = ((await res.json()) as { jobId: string }).jobId;
+    process.on('warning', onWarning);
+  });
+
+  afterAll(async () => {
+    process.off('warning', onWarning);
+    await many.close();
+  });
+
+  it('25 open jobStatus subscriptions on one socket raise no MaxListenersExceededWarning', async () => {
+    const s = await Socket.open(many.baseUrl, owner.key);
+    sockets.push(s);
+    for (let i = 0; i < 25; i++) expect(await s.subscribe(`m${i}`, manyJobId)).toMatchObject({ type: 'next', payload: { data: { jobStatus: { status: 'queued' } } } });
+    // A warning is emitted on a later tick: a round trip on the socket lets it arrive first.
+    s.send({ id: 'q', type: 'subscribe', payload: { query: '{ me { credits } }' } });
+    await until(() => s.messages.some((m) => m.id === 'q' && m.type === 'complete'), 'the query completed');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message)).toEqual([]);
+  });
+});

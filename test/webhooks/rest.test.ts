@@ -39,7 +39,7 @@ describe('POST /api/webhooks', () => {
     expect(res.headers.get('cache-control')).toBe('no-store');
     const body = (await res.json()) as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(['createdAt', 'events', 'id', 'secret', 'url']);
-    expect(body.events).toEqual(['job.completed', 'job.failed', 'job.canceled', 'credits.low']);
+    expect(body.events).toEqual(['job.completed', 'job.failed', 'job.canceled', 'credits.low', 'key.expiring']);
     expect(body.url).toBe('http://127.0.0.1:9/hooks');
     expect(body.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     expect(Buffer.from(String(body.secret).slice(6), 'base64')).toHaveLength(32);

@@ -5,7 +5,17 @@
 const csrf = () => document.querySelector('main')?.dataset.csrf ?? '';
 
 async function post(url, fields) {
-  const body = new URLSearchParams({ ...fields, _csrf: csrf() });
+  return send(url, new URLSearchParams({ ...fields, _csrf: csrf() }));
+}
+
+/** Posts a whole form (repeated fields such as permission checkboxes included). */
+function postForm(form) {
+  const body = new URLSearchParams(new FormData(form));
+  if (!body.has('_csrf')) body.set('_csrf', csrf());
+  return send(form.action, body);
+}
+
+async function send(url, body) {
   const res = await fetch(url, { method: 'POST', body, headers: { accept: 'application/json' }, credentials: 'same-origin' });
   const data = await res.json().catch(() => ({ error: `Request failed (${res.status})` }));
   if (!res.ok) throw new Error(data.error ?? `Request failed (${res.status})`);
@@ -24,7 +34,12 @@ document.addEventListener('click', (event) => {
   if (!target) return;
   const opener = target.closest('[data-open]');
   if (opener) {
-    document.getElementById(opener.dataset.open)?.showModal();
+    const dialog = document.getElementById(opener.dataset.open);
+    if (dialog) {
+      // Without this script the button's form opens the same dialog as a page.
+      event.preventDefault();
+      dialog.showModal();
+    }
     return;
   }
   const deleter = target.closest('[data-delete-key]');
@@ -52,14 +67,30 @@ document.addEventListener('click', (event) => {
   }
 });
 
-// Add Key: create through fetch, then show the key once in the same dialog.
-document.querySelector('[data-create-key]')?.addEventListener('submit', async (event) => {
+// Add Key and Roll key: through fetch, then the new key shown once in the same dialog.
+for (const form of document.querySelectorAll('[data-create-key], [data-roll-key]')) form.addEventListener('submit', showNewKey);
+// Edit: saved through fetch; the page then shows the new settings.
+for (const form of document.querySelectorAll('[data-edit-key]')) {
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const error = form.querySelector('[data-error]');
+    try {
+      await postForm(form);
+      location.reload();
+    } catch (err) {
+      error.textContent = err.message;
+      error.hidden = false;
+    }
+  });
+}
+
+async function showNewKey(event) {
   event.preventDefault();
   const form = event.currentTarget;
   const dialog = form.closest('dialog');
   const error = form.querySelector('[data-error]');
   try {
-    const created = await post('/console/keys', { name: form.elements.name.value });
+    const created = await postForm(form);
     const panel = dialog.querySelector('[data-created]');
     panel.replaceChildren(
       el('p', {}, `Copy the key for “${created.name}” now. It will not be shown again: only its hash is stored.`),
@@ -78,7 +109,7 @@ document.querySelector('[data-create-key]')?.addEventListener('submit', async (e
     error.textContent = err.message;
     error.hidden = false;
   }
-});
+}
 
 // Playground: lookups and generation in place; images appear as each one finishes.
 const balance = (credits) => document.querySelectorAll('[data-balance]').forEach((n) => (n.textContent = String(credits)));

@@ -1,14 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { translate } from '../../edge/errors.js';
 import type { BaseUrlOf } from '../../http/routes/types.js';
-import { watchJob } from '../../queue/job-watch.js';
 import { balanceOf, callerOf, pageContext, wantsJson } from '../context.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { playgroundPage, type PlaygroundState } from '../views/playground.js';
 import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
-type Deps = Pick<ConsoleServices, 'definitions' | 'jobs' | 'jobEvents' | 'credits'> & { baseUrlOf: BaseUrlOf; csp: string };
+type Deps = Pick<ConsoleServices, 'definitions' | 'jobs' | 'jobWatch' | 'credits'> & { baseUrlOf: BaseUrlOf; csp: string };
 
 /**
  * The playground: a lookup and a batch of prompts, charged for real as the signed-in account, and a
@@ -62,10 +61,7 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
   // Live progress of one job as server-sent events: each state change, then `balance` at the end.
   app.get<{ Params: { id: string } }>('/playground/jobs/:id/events', SESSION, async (request, reply) => {
     const abort = new AbortController();
-    const stream = await watchJob(
-      { services: { jobs: s.jobs, jobEvents: s.jobEvents }, principal: callerOf(request).principal, urls: { baseUrl: s.baseUrlOf(request) }, signal: abort.signal },
-      request.params.id,
-    );
+    const stream = await s.jobWatch.watch(callerOf(request).principal, request.params.id, { baseUrl: s.baseUrlOf(request) }, abort.signal);
     // The response is written by hand from here on, so it carries the scope's headers itself.
     reply.hijack();
     const raw = reply.raw;

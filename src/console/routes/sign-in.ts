@@ -1,16 +1,18 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sessionCookieName } from '../../edge/auth.js';
 import { clientMeta } from '../context.js';
 import { issueFormToken } from '../form-token.js';
+import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
+import { clearSessionCookie, setChallenge, setSessionCookie } from '../session-cookie.js';
 import { signInPage } from '../views/signin.js';
 import { OPTIONAL_SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 /** Sign in (GET the form, POST it) and sign out: the only console doors open without a session. */
-const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> = async (app, s) => {
+const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'> & { signupOpen: boolean }> = async (app, s) => {
   app.get<{ Querystring: { next?: string } }>('/sign-in', OPTIONAL_SESSION, async (request, reply) => {
     if (request.consoleCaller) return reply.code(303).header('location', safeNext(request.query.next)).send();
-    return sendHtml(reply, signInPage({ formToken: issueFormToken(reply), next: safeNext(request.query.next, '') }));
+    const notice = queryParam(request, 'reset') === '1' ? 'Your new password is set. Sign in with it.' : undefined;
+    return sendHtml(reply, signInPage({ formToken: issueFormToken(reply), next: safeNext(request.query.next, ''), notice, signupOpen: s.signupOpen }));
   });
 
   app.post<{ Body: { email?: unknown; password?: unknown; next?: unknown } }>('/sign-in', OPTIONAL_SESSION, async (request, reply) => {
@@ -18,13 +20,17 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> =
     const result = await s.signIn.signIn(body.email, body.password, clientMeta(request));
     const email = typeof body.email === 'string' ? body.email.slice(0, 254) : '';
     if (!result.ok) {
+      if (result.reason === 'second_factor') {
+        setChallenge(reply, request, result.challenge);
+        return reply.code(303).header('location', '/console/sign-in/verify').send();
+      }
       if (result.reason === 'throttled') {
         reply.code(429).header('retry-after', String(result.retryAfterSeconds));
         const minutes = Math.ceil(result.retryAfterSeconds / 60);
-        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply) }));
+        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply), signupOpen: s.signupOpen }));
       }
       reply.code(401);
-      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply) }));
+      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply), signupOpen: s.signupOpen }));
     }
     // A fresh session id at every sign-in; any session this browser had before is ended.
     const previous = app.parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
@@ -42,18 +48,6 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'>> =
 };
 
 export default signInRoutes;
-
-function setSessionCookie(reply: FastifyReply, request: FastifyRequest, token: string): void {
-  reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), token, cookieOptions(request)));
-}
-
-function clearSessionCookie(reply: FastifyReply, request: FastifyRequest): void {
-  reply.header('set-cookie', reply.server.serializeCookie(sessionCookieName(request), '', { ...cookieOptions(request), maxAge: 0 }));
-}
-
-function cookieOptions(request: FastifyRequest) {
-  return { httpOnly: true, sameSite: 'strict' as const, path: '/', secure: request.servedOverHttps };
-}
 
 /** Only console paths: a `next` parameter never sends anyone to another site. */
 function safeNext(next: string | undefined, fallback = '/console'): string {

@@ -5,10 +5,12 @@ import type { SignInService } from '../../domain/console/signin.js';
 import type { CreditService } from '../../domain/credits/service.js';
 import type { KeyManager } from '../../domain/keys/index.js';
 import type { ClientTokens } from '../../domain/client-tokens/service.js';
-import type { DefinitionService, ImageJobService } from '../../domain/ports.js';
+import type { DefinitionService, ImageJobService, JobWatch } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
-import type { JobEvents } from '../../queue/job-events.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
+import type { PasswordService } from '../../domain/identity/password-reset.js';
+import type { SignUpService } from '../../domain/identity/signup.js';
+import type { TwoFactorService } from '../../domain/identity/two-factor.js';
 
 /** Every service the console calls; each section is handed a `Pick<>` of the ones it uses. */
 export interface ConsoleServices {
@@ -18,11 +20,17 @@ export interface ConsoleServices {
   credits: Pick<CreditService, 'getAccount'>;
   audit: AuditLog;
   usage: Pick<UsageService, 'forAccount'>;
-  jobEvents: JobEvents;
+  jobWatch: JobWatch;
   sessions: SessionService;
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
+  /** Self-serve sign-up and its verification link. */
+  signUp: Pick<SignUpService, 'request' | 'verify'>;
+  /** Password reset by email and change in Settings. */
+  passwords: Pick<PasswordService, 'requestReset' | 'canReset' | 'reset' | 'change'>;
+  /** The user's TOTP second factor (Settings). */
+  twoFactor: Pick<TwoFactorService, 'status' | 'beginSetup' | 'pendingSetup' | 'enable' | 'disable'>;
   webhooks: Pick<WebhookEndpoints, 'create' | 'list' | 'delete' | 'recentDeliveries' | 'resend' | 'lowCreditsState' | 'setLowCreditsThreshold'>;
 }
 

@@ -7,6 +7,8 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'account.created': 'Account created',
   'key.created': 'Key created',
   'key.deleted': 'Key deleted',
+  'key.updated': 'Key updated',
+  'key.rolled': 'Key rolled',
   'credits.granted': 'Credits granted',
   'credits.refunded': 'Credits refunded',
   'user.created': 'User created',
@@ -16,6 +18,10 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'console.signed_out': 'Signed out',
   'console.session_ended': 'Session ended',
   'client_token.created': 'Client token created',
+  'user.password_changed': 'Password changed',
+  'user.password_reset': 'Password reset',
+  'user.2fa_enabled': 'Two-factor authentication enabled',
+  'user.2fa_disabled': 'Two-factor authentication disabled',
 };
 
 /** The Details column: what the entry is about, in words. */

@@ -10,6 +10,7 @@ export const NAV = [
   { href: '/console/sessions', label: 'Sessions' },
   { href: '/console/explorer', label: 'Explorer' },
   { href: '/console/webhooks', label: 'Webhooks' },
+  { href: '/console/settings', label: 'Settings' },
 ] as const;
 
 export interface PageContext {

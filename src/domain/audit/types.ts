@@ -3,6 +3,8 @@ export const AUDIT_EVENTS = [
   'account.created',
   'key.created',
   'key.deleted',
+  'key.updated',
+  'key.rolled',
   'credits.granted',
   'credits.refunded',
   'user.created',
@@ -12,6 +14,10 @@ export const AUDIT_EVENTS = [
   'console.signed_out',
   'console.session_ended',
   'client_token.created',
+  'user.password_changed',
+  'user.password_reset',
+  'user.2fa_enabled',
+  'user.2fa_disabled',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 

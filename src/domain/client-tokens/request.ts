@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { invalid } from '../errors.js';
 import { parseWith } from '../validation.js';
 import { CLIENT_SCOPES, isClientScope, type ClientScope } from './scopes.js';
 
@@ -63,13 +64,23 @@ export interface MintRequest {
   maxCredits: number | null;
 }
 
-/** The contract's rules for a mint request, each refusal naming the field and the rule. */
-export function parseMintRequest(input: unknown): MintRequest {
+/**
+ * The contract's rules for a mint request, each refusal naming the field and the rule. `keyScopes`:
+ * the scopes the minting key's permissions allow (a token never gets more; by default it gets these).
+ */
+export function parseMintRequest(input: unknown, keyScopes: readonly ClientScope[] = CLIENT_SCOPES): MintRequest {
   const body = parseWith(mintRequestSchema, input, 'body');
-  const scopes = body.scopes as ClientScope[] | null | undefined;
+  const asked = body.scopes as ClientScope[] | null | undefined;
+  const beyond = asked?.filter((s) => !keyScopes.includes(s)) ?? [];
+  if (beyond.length) {
+    const has = keyScopes.length ? `only ${keyScopes.join(', ')}` : 'none of lookup, generate, read';
+    throw invalid('scopes', `scopes must be among this API key's permissions: it has ${has} (not ${[...new Set(beyond)].join(', ')})`);
+  }
+  const scopes = asked ? CLIENT_SCOPES.filter((s) => asked.includes(s)) : CLIENT_SCOPES.filter((s) => keyScopes.includes(s));
+  if (!scopes.length) throw invalid('scopes', 'scopes: this API key has none of the permissions lookup, generate, read that a client token could have');
   return {
     origins: [...new Set(body.origins)],
-    scopes: scopes ? CLIENT_SCOPES.filter((s) => scopes.includes(s)) : [...CLIENT_SCOPES],
+    scopes,
     ttlSeconds: body.ttlSeconds ?? TOKEN_TTL.default,
     maxCredits: body.maxCredits ?? null,
   };

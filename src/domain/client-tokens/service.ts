@@ -1,10 +1,11 @@
 import { AppError, invalid } from '../errors.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
-import type { Principal } from '../principal.js';
+import type { KeyGrant, Principal } from '../principal.js';
 import { generateToken, hashToken, isWellFormedToken } from './format.js';
 import type { ClientTokenRecord, ClientTokenStore } from './records.js';
 import { isExactOrigin, parseMintRequest, TOKEN_TTL, type MintRequest } from './request.js';
 import { CLIENT_SCOPES, type ClientScope } from './scopes.js';
+import { keyHas, keyMayRun } from '../operations/access.js';
 
 
 /** A minted token as shown once. */
@@ -24,8 +25,8 @@ export type TokenCheck =
 export interface ClientTokenDeps {
   store: ClientTokenStore;
   audit: AuditStore;
-  /** True while the key exists and is not deleted, as every instance sees it (the key verifier's rule). */
-  keyActive(keyId: string): Promise<boolean>;
+  /** The key's grant while it exists, is not deleted and has not expired, as every instance sees it (the key verifier's rule); else null. */
+  liveKey(keyId: string): Promise<KeyGrant | null>;
   now?: () => Date;
 }
 
@@ -42,10 +43,15 @@ export class ClientTokens {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** An API key's mint (REST and GraphQL): a client token or a console user cannot mint this way. */
+  /**
+   * An API key's mint (REST and GraphQL): a client token or a console user cannot mint this way. The
+   * token gets only scopes its key has (asking for more is a 400; the default is the key's own).
+   */
   async mint(principal: Principal, input: unknown, actor: AuditActor): Promise<MintedToken> {
     if (principal.token || principal.keyId === null) throw new AppError('api_key_required');
-    return this.create(principal, parseMintRequest(input), actor);
+    if (!keyMayRun(principal, 'createClientToken')) throw new AppError('key_permission');
+    const keyScopes = CLIENT_SCOPES.filter((scope) => keyHas(principal, scope));
+    return this.create(principal, parseMintRequest(input, keyScopes), actor);
   }
 
   /**
@@ -93,7 +99,8 @@ export class ClientTokens {
     const record = this.cache.get(hash) ?? (await this.load(hash));
     if (!record) return { ok: false, reason: 'invalid_client_token' };
     if (record.expiresAt.getTime() <= this.now().getTime()) return { ok: false, reason: 'client_token_expired' };
-    if (record.keyId !== null && !(await this.deps.keyActive(record.keyId))) return { ok: false, reason: 'invalid_client_token' };
+    const key = record.keyId !== null ? await this.deps.liveKey(record.keyId) : null;
+    if (record.keyId !== null && !key) return { ok: false, reason: 'invalid_client_token' };
     if (origin === undefined || !record.origins.includes(origin)) return { ok: false, reason: 'origin_not_allowed' };
     return {
       ok: true,
@@ -102,6 +109,7 @@ export class ClientTokens {
         keyId: record.keyId,
         ...(record.userId ? { userId: record.userId } : {}),
         token: { tokenId: record.id, origins: record.origins, scopes: record.scopes, maxCredits: record.maxCredits, expiresAt: record.expiresAt },
+        ...key,
       },
     };
   }

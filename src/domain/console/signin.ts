@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AuditActor, AuditStore } from '../audit/types.js';
+import type { LinkTokens } from '../links/service.js';
 import type { PasswordHasher } from './passwords.js';
 import { MAX_PASSWORD_LENGTH } from './passwords.js';
 import type { ThrottleStore, UserRecord, UserStore } from './records.js';
@@ -27,7 +28,22 @@ export const DEFAULT_THROTTLE: ThrottlePolicy = {
 export type SignInResult =
   | { ok: true; token: string; caller: ConsoleCaller }
   | { ok: false; reason: 'invalid' }
-  | { ok: false; reason: 'throttled'; retryAfterSeconds: number };
+  | { ok: false; reason: 'throttled'; retryAfterSeconds: number }
+  /** The password was right and the user has a second factor: `challenge` (a cookie, not a session) awaits the code. */
+  | { ok: false; reason: 'second_factor'; challenge: string };
+
+/** The second step of a sign-in: the challenge expired, was used, or never existed. */
+export type SecondFactorResult = SignInResult | { ok: false; reason: 'expired' };
+
+/** The user's second factor (src/domain/identity/two-factor.ts). */
+export interface SecondFactor {
+  isEnabled(userId: string): Promise<boolean>;
+  /** A current authenticator code or an unused recovery code, accepted once. */
+  verify(userId: string, code: unknown): Promise<boolean>;
+}
+
+/** How long the code may take after the password. */
+const CHALLENGE_MS = 10 * 60_000;
 
 /**
  * Email + password sign-in. The answer and its timing do not tell whether the email exists: an
@@ -41,12 +57,14 @@ export class SignInService {
 
   constructor(
     private readonly deps: {
-      users: Pick<UserStore, 'findByEmail'>;
+      users: Pick<UserStore, 'findByEmail' | 'findById'>;
       hasher: PasswordHasher;
       sessions: SessionService;
       throttle: ThrottleStore;
       audit: AuditStore;
       host: string;
+      /** Without it, no user is asked for a second factor. */
+      secondFactor?: { check: SecondFactor; challenges: Pick<LinkTokens, 'issue' | 'peek' | 'consume'> };
       policy?: ThrottlePolicy;
       now?: () => Date;
     },
@@ -84,10 +102,61 @@ export class SignInService {
       await this.audit('console.sign_in_failed', user?.accountId ?? null, address, meta, { reason: user ? 'wrong_password' : 'unknown_email' });
       return { ok: false, reason: 'invalid' };
     }
+    const second = this.deps.secondFactor;
+    if (second && (await second.check.isEnabled(user.id))) {
+      // Not a session: a single-use challenge that opens no page. The failures stay counted until the
+      // code is right too, so knowing the password does not reset the count of wrong codes.
+      await Promise.all(subjects.map((s) => this.deps.throttle.release(s)));
+      const { token: challenge } = await second.challenges.issue('second_factor', { userId: user.id, email: user.email }, CHALLENGE_MS);
+      return { ok: false, reason: 'second_factor', challenge };
+    }
+    return this.succeed(user, subjects, meta, {});
+  }
+
+  /**
+   * The code after the password: an authenticator code or a recovery code. Wrong codes count as failed
+   * sign-ins of the email and the address (the same throttle as passwords); a right one uses the
+   * challenge (one guarded update) and starts the session.
+   */
+  async completeSecondFactor(challenge: unknown, code: unknown, meta: ClientMeta): Promise<SecondFactorResult> {
+    const second = this.deps.secondFactor;
+    const pending = second ? await second.challenges.peek('second_factor', challenge) : { ok: false as const };
+    if (!second || !pending.ok) return { ok: false, reason: 'expired' };
+    const userId = String(pending.record.payload.userId);
+    const user = await this.deps.users.findById(userId);
+    if (!user) return { ok: false, reason: 'expired' };
+    const policy = this.deps.policy ?? DEFAULT_THROTTLE;
+    const subjects = [`email:${digest(user.email)}`, ...(meta.ip ? [`ip:${meta.ip}`] : [])];
+    const now = this.now();
+    const refusedFor = await this.reserve(subjects, now, policy);
+    if (refusedFor > 0) {
+      await this.audit('console.sign_in_failed', user.accountId, user.email, meta, { reason: 'throttled', step: 'second_factor' });
+      return { ok: false, reason: 'throttled', retryAfterSeconds: refusedFor };
+    }
+    let right: boolean;
+    try {
+      right = await second.check.verify(user.id, code);
+    } catch (err) {
+      await Promise.all(subjects.map((s) => this.deps.throttle.release(s)));
+      throw err;
+    }
+    if (!right) {
+      await Promise.all(subjects.map((s) => this.judgedWrong(s, now, policy)));
+      await this.audit('console.sign_in_failed', user.accountId, user.email, meta, { reason: 'wrong_code', userId: user.id });
+      return { ok: false, reason: 'invalid' };
+    }
+    if (!(await second.challenges.consume('second_factor', challenge)).ok) {
+      await Promise.all(subjects.map((s) => this.deps.throttle.release(s)));
+      return { ok: false, reason: 'expired' };
+    }
+    return this.succeed(user, subjects, meta, { secondFactor: true });
+  }
+
+  private async succeed(user: UserRecord, subjects: string[], meta: ClientMeta, details: Record<string, unknown>): Promise<SignInResult> {
     // The email's failures are forgotten; the address only gets this attempt back.
     await Promise.all([this.deps.throttle.forgive(subjects[0]!), ...subjects.slice(1).map((s) => this.deps.throttle.release(s))]);
     const { token, caller } = await this.deps.sessions.start(user, meta);
-    await this.audit('console.signed_in', user.accountId, user.email, meta, { userId: user.id });
+    await this.audit('console.signed_in', user.accountId, user.email, meta, { userId: user.id, ...details });
     return { ok: true, token, caller };
   }
 

@@ -36,6 +36,18 @@ export class UserService {
     return summary(user);
   }
 
+  /**
+   * The first member of a new self-serve account, its owner: the verification link proved the address
+   * and the password was checked and hashed at sign-up. Null when the email was taken meanwhile.
+   */
+  async createOwner(accountId: string, email: string, passwordHash: string, actor: AuditActor): Promise<UserRecord | null> {
+    const createdAt = (this.deps.now ?? (() => new Date()))();
+    const user = await this.deps.users.insert({ accountId, email, passwordHash, createdAt });
+    if (!user) return null;
+    await this.deps.audit.record({ ...actor, event: 'user.created', accountId, details: { userId: user.id, email: user.email } }, createdAt);
+    return user;
+  }
+
   async list(accountId: unknown): Promise<UserSummary[]> {
     const account = typeof accountId === 'string' ? await this.deps.accounts.find(accountId.trim().toLowerCase()) : null;
     if (!account) throw invalid('account', 'account must be the id of an existing account');

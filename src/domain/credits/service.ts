@@ -4,6 +4,9 @@ import type { AuditActor, AuditStore } from '../audit/types.js';
 import { noMetrics, type DomainMetrics } from '../metrics.js';
 import type { UsageTag } from '../usage/types.js';
 import type { AccountRecord, AccountStore, ApplyResult } from './records.js';
+import { randomUUID } from 'node:crypto';
+import { keyChargeOpPrefix, refillPeriodsAt, type KeyCreditStore, type PendingReservation } from '../keys/credit-limit.js';
+import type { ChargeHolder } from '../principal.js';
 
 export interface CreditServiceDeps {
   accounts: AccountStore;
@@ -20,6 +23,8 @@ export interface CreditServiceDeps {
   onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void> | undefined;
   /** Told of every charge and refund of usage that applied (a replay under the same op id is not). */
   metrics?: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
+  /** Keys' credit limits (issue 24); without it no charge is held by a key. */
+  keyCredits?: KeyCreditStore;
 }
 
 /** Why a refund happened, recorded on its audit entry. */
@@ -77,8 +82,52 @@ export class CreditService implements CreditBalances {
    * 402 when the balance is too low (nothing charged, nothing counted). The domain's ports (LookupCredits,
    * JobCredits) require `usage`; it is optional here only for tests of the balance rules alone.
    */
-  async charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
+  async charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag, holder?: ChargeHolder): Promise<number> {
     assertPositive(amount);
+    const keys = this.deps.keyCredits;
+    if (!keys || !holder?.keyId || holder.creditLimit == null) return this.chargeAccount(accountId, amount, opId, usage);
+    const keyId = holder.keyId;
+    // A one-shot charge gets an op id too: the account must remember it until the key's reservation
+    // is confirmed, so that a sweep can tell whether it applied.
+    const op = opId ?? `${keyChargeOpPrefix}${randomUUID()}`;
+    const now = this.now();
+    const reserved = await keys.reserve(keyId, op, amount, refillPeriodsAt(now), now);
+    if (reserved.kind === 'uncapped') return this.chargeAccount(accountId, amount, opId, usage);
+    if (reserved.kind === 'limit') throw new AppError('key_credit_limit');
+    const reservation = { op, amount, period: reserved.period };
+    let balance: number;
+    try {
+      balance = await this.chargeAccount(accountId, amount, op, usage);
+    } catch (err) {
+      // Known not to have applied (refused, or voided by a sweep): the key gets its credits back now.
+      // Anything else (the database) left the outcome unknown: the pending entry waits for the sweep.
+      if (err instanceof AppError && err.code !== 'database_unavailable') await keys.release(keyId, reservation);
+      else if (err instanceof AppError) await this.settleReservation({ ...reservation, keyId, accountId, at: now }).catch(() => undefined);
+      throw err;
+    }
+    await keys.confirm(keyId, op);
+    // The key's record is final: the account may forget a one-shot charge's id now (a job's waits for its job).
+    if (opId === null) await this.deps.accounts.settle(accountId, op).catch(() => undefined);
+    return balance;
+  }
+
+  /**
+   * Settles a reservation whose account charge has an unknown outcome (the sweep, or a charge answered
+   * voided): voiding the op on the account decides it for good; voided gives the key its credits back,
+   * already applied keeps them spent. Returns which.
+   */
+  async settleReservation(pending: PendingReservation): Promise<'released' | 'confirmed'> {
+    const keys = this.deps.keyCredits;
+    if (!keys) throw new Error('settleReservation needs keyCredits');
+    const outcome = await this.voidOp(pending.accountId, pending.op);
+    if (outcome === 'voided') await keys.release(pending.keyId, pending);
+    else await keys.confirm(pending.keyId, pending.op);
+    // A one-shot charge's id served only this decision; a job's stays for its job to settle.
+    if (pending.op.startsWith(keyChargeOpPrefix)) await this.deps.accounts.settle(pending.accountId, pending.op);
+    return outcome === 'voided' ? 'released' : 'confirmed';
+  }
+
+  private async chargeAccount(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
     const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
     if (alert) await alert.catch(() => undefined);
@@ -106,6 +155,12 @@ export class CreditService implements CreditBalances {
     const result = await this.deps.accounts.apply(accountId, amount, opId, usage && { ...usage, at: this.now() });
     if (result.kind === 'applied' && usage) this.metrics.creditsRefunded(usage.service, amount);
     await this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
+    // The key that paid gets them back too (a no-op for a key without a limit). After the account's
+    // refund, and once per op on the key: a retried refund (same op) heals a crash in between.
+    const keyId = typeof info.keyId === 'string' ? info.keyId : null;
+    if (keyId && this.deps.keyCredits && (result.kind === 'applied' || (result.kind === 'already_applied' && opId !== null))) {
+      await this.deps.keyCredits.refund(keyId, opId, amount);
+    }
   }
 
   /** Adds credits (admin); once per opId, audited. Not usage. */

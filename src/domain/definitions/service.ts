@@ -1,7 +1,7 @@
 import { AppError } from '../errors.js';
 import { costOf } from '../operations/catalog.js';
 import type { DefinitionResult, DefinitionService } from '../ports.js';
-import { sourceOf, type Principal } from '../principal.js';
+import { sourceOf, type ChargeHolder, type Principal } from '../principal.js';
 import type { UsageTag } from '../usage/types.js';
 import { DefinitionProviderError, noDefinitionText, type DefinitionCache, type DefinitionProvider } from './types.js';
 import { parseKeyword } from './validation.js';
@@ -9,7 +9,8 @@ import { parseKeyword } from './validation.js';
 /** What a lookup needs of the credit service. */
 export interface LookupCredits {
   /** opId null: a one-shot charge, never sent again (nothing for the account to remember). `usage` counts it. */
-  charge(accountId: string, amount: number, opId: null, usage: UsageTag): Promise<number>;
+  /** `holder`: the calling key, whose credit limit (if any) must allow the charge too (key_credit_limit). */
+  charge(accountId: string, amount: number, opId: null, usage: UsageTag, holder?: ChargeHolder): Promise<number>;
   refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string | null; keyword: string }, usage: UsageTag): Promise<unknown>;
 }
 
@@ -37,7 +38,7 @@ export class DefinitionLookup implements DefinitionService {
     // ever sent twice, so neither needs an operation id remembered on the account.
     const usage: UsageTag = { service: 'definitions', source: sourceOf(principal) };
     const cost = costOf('lookup');
-    const credits = await this.deps.credits.charge(principal.accountId, cost, null, usage);
+    const credits = await this.deps.credits.charge(principal.accountId, cost, null, usage, principal);
     let definition: string;
     try {
       definition = await this.define(keyword);

@@ -1,3 +1,4 @@
+import type { ChargeHolder } from '../principal.js';
 import type { UsageTag } from '../usage/types.js';
 import type { FinalJobStatus, ImageStatus, JobStatus } from './types.js';
 
@@ -142,7 +143,8 @@ export interface JobCredits {
    * Atomically deducts `amount`, counted as one call of `usage`; AppError insufficient_credits when the
    * balance is too low. Returns the new balance.
    */
-  charge(accountId: string, amount: number, opId: string, usage: UsageTag): Promise<number>;
+  /** `holder`: the calling key, whose credit limit (if any) must allow the charge too (key_credit_limit). */
+  charge(accountId: string, amount: number, opId: string, usage: UsageTag, holder?: ChargeHolder): Promise<number>;
   /** Gives `amount` back, counted as refunded credits of `usage`. */
   refund(accountId: string, amount: number, opId: string, audit: { jobId: string; index?: number; keyId: string | null; reason: string }, usage: UsageTag): Promise<unknown>;
   /** Makes sure `opId` will never apply; tells whether it already had. */
@@ -158,4 +160,15 @@ export interface ImageWorkQueue {
   enqueue(jobId: string, indexes: readonly number[]): Promise<void>;
   /** Indexes of the job that still have a live queue entry (scheduled or running). */
   queuedIndexes(jobId: string): Promise<Set<number>>;
+}
+
+/**
+ * Changes to jobs as they are stored, from whichever process made them (the gateway's job events: a
+ * change stream or a poll). Listeners get the stored record; who may see it is decided by the watcher.
+ */
+export interface JobChangeFeed {
+  /** Calls `listener` with the job after each of its changes, until the returned function is called. */
+  subscribe(jobId: string, listener: (job: JobRecord) => void): () => void;
+  /** Resolves once changes are being watched: every change committed after that is delivered. */
+  ready(): Promise<void>;
 }

@@ -121,7 +121,7 @@ export class ImageJobs implements ImageJobService {
     const usage = { service: 'images', source: sourceOf(principal) } as const;
     let balance: number | null = null;
     try {
-      balance = await credits.charge(principal.accountId, cost, jobChargeOpId(jobId), usage);
+      balance = await credits.charge(principal.accountId, cost, jobChargeOpId(jobId), usage, principal);
       if (!(await jobs.markCharged(jobId, new Date()))) {
         // The sweep (or a retry with the same key) judged this request dead and withdrew it, or the
         // acceptance below applied already (a write retried after a lost reply): the catch tells which.

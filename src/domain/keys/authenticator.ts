@@ -1,9 +1,9 @@
 import { AppError } from '../errors.js';
 import type { KeyAdmission, KeyAuthenticator } from '../ports.js';
-import type { KeyPrincipal } from '../principal.js';
+import type { KeyPrincipal, Principal } from '../principal.js';
 import type { LastUsedRecorder } from './last-used.js';
 import { rateLimitedError, type RateLimitOutcome, type RateLimiter } from './rate-limit.js';
-import type { Revocations } from './revocations.js';
+import type { RevocationReason, Revocations } from './revocations.js';
 import type { KeyVerifier } from './verifier.js';
 
 /**
@@ -18,7 +18,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   async authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
     const result = await this.deps.verifier.verify(authorization);
     if (!result.ok) throw new AppError(result.reason);
-    return { principal: result.principal, rateLimit: await this.count(result.principal.keyId, cost) };
+    return { principal: result.principal, rateLimit: await this.count(result.principal.keyId, cost, result.principal) };
   }
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
@@ -27,21 +27,25 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
     return principal;
   }
 
-  admit(keyId: string, cost = 1): Promise<RateLimitOutcome | null> {
-    return this.count(keyId, cost);
+  admit(keyId: string, cost = 1, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null> {
+    return this.count(keyId, cost, key);
   }
 
   isActive(keyId: string): Promise<boolean> {
     return this.deps.verifier.isActive(keyId);
   }
 
-  onRevoked(listener: (keyId: string) => void): () => void {
+  onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void {
     return this.deps.revocations.onRevoked(listener);
   }
 
-  /** The rate limit's verdict (null: none configured, and no database work); notes an admitted use. */
-  private async count(keyId: string, cost: number) {
-    const rateLimit = this.deps.limiter.enabled ? await this.deps.limiter.take(keyId, cost) : null;
+  /**
+   * The rate limit's verdict under the key's own limit or the server's (null: none applies, and no
+   * database work); notes an admitted use.
+   */
+  private async count(keyId: string, cost: number, key?: Pick<Principal, 'rateLimitPerMinute'>) {
+    const limit = this.deps.limiter.limitFor(key?.rateLimitPerMinute);
+    const rateLimit = limit > 0 ? await this.deps.limiter.take(keyId, cost, limit) : null;
     if (!rateLimit || rateLimit.ok) this.deps.lastUsed.note(keyId);
     return rateLimit;
   }

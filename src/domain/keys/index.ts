@@ -44,7 +44,7 @@ export interface KeyServices {
 
 export function createKeyServices(deps: KeyServicesDeps): KeyServices {
   const revocations = new Revocations(deps.onBackgroundError);
-  const verifier = new KeyVerifier({ keys: deps.keys, revocations, changes: deps.changes, cacheSize: deps.cacheSize });
+  const verifier = new KeyVerifier({ keys: deps.keys, revocations, changes: deps.changes, cacheSize: deps.cacheSize, now: deps.now, onError: deps.onBackgroundError });
   const lastUsed = new LastUsedRecorder({ keys: deps.keys, intervalMs: deps.lastUsedIntervalMs, now: deps.now, onError: deps.onBackgroundError });
   const manager = new KeyManager({
     keys: deps.keys,
@@ -53,8 +53,9 @@ export function createKeyServices(deps: KeyServicesDeps): KeyServices {
     now: deps.now,
     onDeleted: (keyId) => {
       verifier.forget(keyId);
-      revocations.announce(keyId);
+      revocations.announce(keyId, 'deleted');
     },
+    onChanged: (keyId) => verifier.refresh(keyId),
   });
   const perMinute = deps.rateLimitPerMinute ?? 0;
   if (perMinute > 0 && !deps.rateLimits) throw new Error('a rate limit needs its shared counter (rateLimits)');
@@ -78,5 +79,5 @@ const noCounter: RateLimitCounter = {
   add: () => Promise.reject(new Error('rate limit counter called with no limit configured')),
 };
 
-export type { CreatedKey, KeySummary } from './manager.js';
+export type { CreatedKey, KeySummary, RolledKey } from './manager.js';
 export { KeyManager } from './manager.js';

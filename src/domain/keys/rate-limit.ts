@@ -19,7 +19,7 @@ export interface RateLimitCounter {
 /** What a `take` decided: an expected outcome, never a throw. */
 export interface RateLimitOutcome {
   ok: boolean;
-  /** Units per window (RATE_LIMIT_PER_MINUTE). */
+  /** Units per window (the key's own limit, or RATE_LIMIT_PER_MINUTE). */
   limit: number;
   /** Units left in this window after this request (unchanged by a refused one). */
   remaining: number;
@@ -47,18 +47,25 @@ export class RateLimiter {
     this.now = deps.now ?? Date.now;
   }
 
-  /** False when RATE_LIMIT_PER_MINUTE is 0: then nobody should call `take` (no database work). */
+  /** False when RATE_LIMIT_PER_MINUTE is 0: then nobody should call `take` for a key without its own limit. */
   get enabled(): boolean {
     return this.deps.perMinute > 0;
   }
 
-  /** Counts `cost` units (1 per request; the GraphQL door: 1 per charging field) against `keyId`. */
-  async take(keyId: string, cost = 1): Promise<RateLimitOutcome> {
-    const limit = this.deps.perMinute;
+  /** The limit of a key: its own (`rateLimitPerMinute`), else RATE_LIMIT_PER_MINUTE; 0: none (no database work). */
+  limitFor(own: number | null | undefined): number {
+    return own ?? this.deps.perMinute;
+  }
+
+  /**
+   * Counts `cost` units (1 per request; the GraphQL door: the catalog's units of each charging field)
+   * against `keyId`, under `limit` (default RATE_LIMIT_PER_MINUTE; a key's own limit replaces it).
+   */
+  async take(keyId: string, cost = 1, limit = this.deps.perMinute): Promise<RateLimitOutcome> {
     if (!Number.isInteger(cost) || cost < 0) throw new Error(`rate limit cost must be a non-negative integer, got ${cost}`);
     const nowMs = this.now();
     const window = windowAt(nowMs);
-    if (!this.enabled) return { ok: true, limit, remaining: limit, resetSeconds: window.resetSeconds };
+    if (limit <= 0) return { ok: true, limit, remaining: limit, resetSeconds: window.resetSeconds };
     // Kept one window past its end, so a slow clock on another instance still finds it.
     const expiresAt = new Date(window.start + 2 * RATE_LIMIT_WINDOW_MS);
     const { accepted, count } = await this.deps.counter.add(keyId, new Date(window.start), cost, limit, expiresAt);

@@ -1,31 +1,45 @@
-import type { KeyPrincipal } from '../principal.js';
+import type { KeyGrant, KeyPrincipal } from '../principal.js';
 import { hashKey, parseBearer } from './format.js';
-import type { KeyChangeFeed, KeyStore } from './records.js';
+import { effectiveKeyPermissions } from './permissions.js';
+import type { KeyChangeFeed, KeyRecord, KeyStore } from './records.js';
 import type { Revocations } from './revocations.js';
 
 /** Expected outcomes of checking a key are values; the edge turns a refusal into the contract's 401. */
 export type VerifyResult =
-  | { ok: true; principal: KeyPrincipal }
-  | { ok: false; reason: 'missing_authorization' | 'invalid_api_key_format' | 'invalid_api_key' };
+  | { ok: true; principal: KeyPrincipal & KeyGrant }
+  | { ok: false; reason: 'missing_authorization' | 'invalid_api_key_format' | 'invalid_api_key' | 'api_key_expired' };
 
 interface CachedKey {
   keyId: string;
   accountId: string;
+  grant: KeyGrant;
+  expiresAt: Date | null;
+  /** The key's settings version (updatedAt, ms) when it was read. */
+  version: number;
 }
+
+/** setTimeout's longest delay; a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * Checks `Authorization` values against stored keys. Revocation is immediate: a key is cached only
- * while the change feed is live (a change stream on the keys collection), every change event evicts,
- * losing the feed drops the whole cache, and a local delete evicts at once (forget). Without a live
- * feed every check reads the database.
+ * while the change feed is live (a change stream on the keys collection), every change of a setting
+ * evicts, losing the feed drops the whole cache, and a local delete evicts at once (forget). Without a
+ * live feed every check reads the database.
+ *
+ * Expiry is a time, so it is scheduled, not polled: every check compares expiresAt with the clock, and
+ * each key seen here with an expiry gets one timer that announces it to the revocation listeners (open
+ * subscriptions, sockets and client tokens of the key end) when it comes.
  */
 export class KeyVerifier {
   private readonly cache = new Map<string, CachedKey>();
-  /** Ids of keys known active, under the same rule as the cache (client tokens ask by key id). */
-  private readonly activeIds = new Set<string>();
+  /** Keys known active by id, under the same rule as the cache (client tokens ask by key id). */
+  private readonly activeIds = new Map<string, CachedKey>();
+  private readonly expiryTimers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
   /** Bumped by every change event: a database read older than the last event is not cached. */
   private epoch = 0;
   private readonly unsubscribe?: () => void;
+  private readonly now: () => Date;
 
   constructor(
     private readonly deps: {
@@ -35,12 +49,18 @@ export class KeyVerifier {
       changes?: KeyChangeFeed;
       /** Keys held in the cache at most (least recently used go first). */
       cacheSize?: number;
+      now?: () => Date;
+      onError?: (err: unknown) => void;
     },
   ) {
+    this.now = deps.now ?? (() => new Date());
     this.unsubscribe = deps.changes?.subscribe({
-      changed: (keyId, deleted) => {
-        this.forget(keyId);
-        if (deleted) deps.revocations.announce(keyId);
+      changed: (keyId, deleted, version) => {
+        if (!deleted && version !== undefined && this.cachedVersion(keyId) === version) return;
+        if (deleted) {
+          this.forget(keyId);
+          deps.revocations.announce(keyId, 'deleted');
+        } else this.refresh(keyId);
       },
       lost: () => {
         this.epoch++;
@@ -50,50 +70,68 @@ export class KeyVerifier {
     });
   }
 
-  /** The contract's refusals in order: header, format, unknown or deleted key. */
+  /** The contract's refusals in order: header, format, unknown or deleted key, expired key. */
   async verify(authorization: string | undefined): Promise<VerifyResult> {
     const parsed = parseBearer(authorization);
     if (!parsed.ok) return parsed;
     const hash = hashKey(parsed.key);
     const cached = this.cache.get(hash);
     if (cached) {
-      if (this.deps.changes?.live) return { ok: true, principal: { accountId: cached.accountId, keyId: cached.keyId } };
+      if (this.deps.changes?.live) return this.admit(cached);
       this.cache.clear();
     }
     const epoch = this.epoch;
     const record = await this.deps.keys.findByHash(hash);
     if (!record || record.deletedAt) return { ok: false, reason: 'invalid_api_key' };
+    const entry = toCached(record);
     // Cache only what no change event could have overtaken while we were reading.
-    if (this.deps.changes?.live && epoch === this.epoch) this.remember(hash, { keyId: record.id, accountId: record.accountId });
-    return { ok: true, principal: { accountId: record.accountId, keyId: record.id } };
+    if (this.deps.changes?.live && epoch === this.epoch) this.remember(hash, entry);
+    return this.admit(entry);
   }
 
-  /** True while the key exists and is not deleted (reads the database; no cache). */
+  /** True while the key exists, is not deleted and has not expired (reads the database; no cache). */
   async isActive(keyId: string): Promise<boolean> {
-    const record = /^[0-9a-f]{24}$/.test(keyId) ? await this.deps.keys.findById(keyId) : null;
-    return Boolean(record && !record.deletedAt);
+    return (await this.read(keyId)) !== null;
   }
 
   /**
-   * isActive, answered from memory while the change feed is live (every deletion, on any instance,
-   * evicts at once): the check a client token makes on every request.
+   * The key's grant while it is active (else null), answered from memory while the change feed is live
+   * (every change, on any instance, evicts at once): the check a client token makes on every request.
    */
-  async isLive(keyId: string): Promise<boolean> {
-    if (this.deps.changes?.live && this.activeIds.has(keyId)) return true;
+  async liveKey(keyId: string): Promise<KeyGrant | null> {
+    const known = this.deps.changes?.live ? this.activeIds.get(keyId) : undefined;
+    if (known) return this.expired(known) ? null : known.grant;
     const epoch = this.epoch;
-    const active = await this.isActive(keyId);
-    if (active && this.deps.changes?.live && epoch === this.epoch) {
+    const entry = await this.read(keyId);
+    if (entry && this.deps.changes?.live && epoch === this.epoch) {
       if (this.activeIds.size >= (this.deps.cacheSize ?? 10_000)) this.activeIds.clear();
-      this.activeIds.add(keyId);
+      this.activeIds.set(keyId, entry);
     }
-    return active;
+    return entry?.grant ?? null;
   }
 
-  /** Drops the key from the cache (it changed or was deleted). */
+  /** isActive, from memory while the feed is live (see liveKey). */
+  async isLive(keyId: string): Promise<boolean> {
+    return (await this.liveKey(keyId)) !== null;
+  }
+
+  /**
+   * The key's settings changed: drop what is cached and schedule its (new) expiry at once, not at its
+   * next request, so its open subscriptions and client tokens end on time.
+   */
+  refresh(keyId: string): void {
+    this.forget(keyId);
+    this.watchStored(keyId);
+  }
+
+  /** Drops the key from the cache (it changed or was deleted) and its expiry timer. */
   forget(keyId: string): void {
     this.epoch++;
     this.activeIds.delete(keyId);
     for (const [hash, entry] of this.cache) if (entry.keyId === keyId) this.cache.delete(hash);
+    const timer = this.expiryTimers.get(keyId);
+    if (timer) clearTimeout(timer.timer);
+    this.expiryTimers.delete(keyId);
   }
 
   /** Number of keys cached now (tests and metrics). */
@@ -103,6 +141,62 @@ export class KeyVerifier {
 
   close(): void {
     this.unsubscribe?.();
+    for (const { timer } of this.expiryTimers.values()) clearTimeout(timer);
+    this.expiryTimers.clear();
+  }
+
+  private admit(entry: CachedKey): VerifyResult {
+    if (this.expired(entry)) return { ok: false, reason: 'api_key_expired' };
+    this.watchExpiry(entry.keyId, entry.expiresAt);
+    return { ok: true, principal: { accountId: entry.accountId, keyId: entry.keyId, ...entry.grant } };
+  }
+
+  private expired(entry: CachedKey): boolean {
+    return entry.expiresAt !== null && entry.expiresAt.getTime() <= this.now().getTime();
+  }
+
+  /** The active key by id (deleted, expired or unknown: null), scheduling its expiry. */
+  private async read(keyId: string): Promise<CachedKey | null> {
+    const record = /^[0-9a-f]{24}$/.test(keyId) ? await this.deps.keys.findById(keyId) : null;
+    if (!record || record.deletedAt) return null;
+    const entry = toCached(record);
+    if (this.expired(entry)) return null;
+    this.watchExpiry(keyId, entry.expiresAt);
+    return entry;
+  }
+
+  private cachedVersion(keyId: string): number | undefined {
+    const active = this.activeIds.get(keyId);
+    if (active) return active.version;
+    for (const entry of this.cache.values()) if (entry.keyId === keyId) return entry.version;
+    return undefined;
+  }
+
+  /** Reads a changed key to schedule its (new) expiry; announces it at once when it is already past. */
+  private watchStored(keyId: string): void {
+    this.deps.keys.findById(keyId).then((record) => {
+      if (!record || record.deletedAt || !record.expiresAt) return;
+      if (record.expiresAt.getTime() <= this.now().getTime()) this.deps.revocations.announce(keyId, 'expired');
+      else this.watchExpiry(keyId, record.expiresAt);
+    }, (err: unknown) => this.deps.onError?.(err));
+  }
+
+  /** One timer per key with an expiry: when it comes, the key is re-read and, still expired, announced. */
+  private watchExpiry(keyId: string, expiresAt: Date | null): void {
+    if (!expiresAt) return;
+    const at = expiresAt.getTime();
+    const existing = this.expiryTimers.get(keyId);
+    if (existing?.at === at) return;
+    if (existing) clearTimeout(existing.timer);
+    if (this.expiryTimers.size >= (this.deps.cacheSize ?? 10_000) && !existing) return;
+    const timer = setTimeout(() => {
+      this.expiryTimers.delete(keyId);
+      if (at > this.now().getTime()) return this.watchExpiry(keyId, expiresAt);
+      this.forget(keyId);
+      this.watchStored(keyId);
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - this.now().getTime())));
+    timer.unref();
+    this.expiryTimers.set(keyId, { at, timer });
   }
 
   private remember(hash: string, entry: CachedKey): void {
@@ -112,4 +206,17 @@ export class KeyVerifier {
     }
     this.cache.set(hash, entry);
   }
+}
+
+/** The grant of a stored key: keys stored before issue 24 have every permission and no limit. */
+export function grantOf(record: KeyRecord): KeyGrant {
+  return {
+    permissions: effectiveKeyPermissions(record.permissions),
+    rateLimitPerMinute: record.rateLimitPerMinute ?? null,
+    creditLimit: record.creditLimit ?? null,
+  };
+}
+
+function toCached(record: KeyRecord): CachedKey {
+  return { keyId: record.id, accountId: record.accountId, grant: grantOf(record), expiresAt: record.expiresAt ?? null, version: record.updatedAt?.getTime() ?? 0 };
 }

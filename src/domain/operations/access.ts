@@ -4,13 +4,18 @@
  * everything their door offers.
  */
 import { allows } from '../client-tokens/scopes.js';
+import type { KeyPermission } from '../keys/permissions.js';
 import type { Principal } from '../principal.js';
 import { OPERATIONS, type OperationName, type OperationSpec } from './catalog.js';
 
 /** True when the caller's key has the operation's permission (a key stored without a list has every one). */
 export function keyMayRun(principal: Pick<Principal, 'permissions'>, name: OperationName): boolean {
-  const permissions = principal.permissions;
-  return !permissions || permissions.includes(OPERATIONS[name].permission);
+  return keyHas(principal, OPERATIONS[name].permission);
+}
+
+/** True when the caller's key has `permission` (console callers, with no key, have every one). */
+export function keyHas(principal: Pick<Principal, 'permissions'>, permission: KeyPermission): boolean {
+  return !principal.permissions || principal.permissions.includes(permission);
 }
 
 /**

@@ -56,6 +56,16 @@ export class WebhookPublisher {
     await this.deps.lowCredits.markPublished(accountId, event.eventId);
   }
 
+  /**
+   * `key.expiring` for a key whose expiry is near: one event per key and expiry (its id derives from
+   * both), so a sweep that publishes it again after a crash adds no delivery.
+   */
+  async publishKeyExpiring(accountId: string, key: { id: string; name: string; prefix: string; expiresAt: Date }): Promise<void> {
+    const expiresAt = key.expiresAt.toISOString();
+    const body = { type: 'key.expiring', timestamp: this.now().toISOString(), data: { id: key.id, name: key.name, prefix: key.prefix, expiresAt } };
+    await this.fanOut(accountId, 'key.expiring', derivedEventId(`key:${key.id}:expiring:${expiresAt}`), () => body);
+  }
+
   private async fanOut(accountId: string, type: WebhookEventType, eventId: string, bodyFor: (endpoint: EndpointRecord) => object): Promise<void> {
     const subscribers = await this.deps.endpoints.subscribers(accountId, type);
     const now = this.now();

@@ -1,5 +1,5 @@
 /** Webhook events of the contract. `events` of an endpoint defaults to all of them. */
-export const WEBHOOK_EVENT_TYPES = ['job.completed', 'job.failed', 'job.canceled', 'credits.low'] as const;
+export const WEBHOOK_EVENT_TYPES = ['job.completed', 'job.failed', 'job.canceled', 'credits.low', 'key.expiring'] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 export function isWebhookEventType(value: unknown): value is WebhookEventType {

@@ -2,7 +2,8 @@
  * Admission of one GraphQL operation, the same for both transports (as Apollo keeps its request
  * pipeline apart from `runHttpQuery`): the document (parsed and validated), the operation, the
  * credential checked again, what the operation catalog says of its root fields (the key's
- * permissions, the rate limit's units), and the caps. Over HTTP Apollo has parsed and validated the
+ * permissions: one field outside them refuses the whole operation, 403 `key_permission`; the rate
+ * limit's units), and the caps. Over HTTP Apollo has parsed and validated the
  * document already, with the same rules (execution.ts), and hands it in from its document store; over
  * WebSocket the query text comes in and is parsed and validated here. What is refused runs nothing and
  * charges nothing; the door answers the outcome in its protocol.
@@ -10,6 +11,7 @@
 import { GraphQLError, getOperationAST, parse, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { AppError } from '../../domain/errors.js';
 import { rateLimitedError, type RateLimitOutcome } from '../../domain/keys/rate-limit.js';
+import { keyHas } from '../../domain/operations/access.js';
 import type { Principal } from '../../domain/principal.js';
 import type { CredentialCheck, Credentials } from '../../edge/credentials.js';
 import { rootFields } from '../../graphql/root-fields.js';
@@ -89,6 +91,10 @@ export function operationAdmission(deps: {
       const fields = rootFields(document, operation);
       // A field served without a catalog row would run unpriced and unpermitted: refuse it (a fault of ours).
       if (fields.unknown.length) throw new Error(`GraphQL root fields not in the operation catalog: ${fields.unknown.join(', ')}`);
+      // The key's permissions hold for the whole operation: one field outside them and none runs.
+      for (const permission of fields.permissions) {
+        if (!keyHas(principal, permission)) return { ok: false, kind: 'refused', error: new AppError('key_permission'), rateLimit: null };
+      }
 
       // The request carrying the operation counted one unit (the edge, or the recheck); its charging
       // fields count the rest.

@@ -51,7 +51,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
   const { config, services, execution, baseUrlOf } = opts;
   const log = app.log;
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.BODY_LIMIT_BYTES });
-  const callers = new SocketCallers({ credentials: opts.credentials, databaseDown: opts.databaseDown, log });
+  const callers = new SocketCallers({ credentials: opts.credentials, databaseDown: opts.databaseDown, log, maxSubscriptions: config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET });
   const caps = subscriptionCaps(config);
   const metrics = opts.metrics;
 

@@ -15,7 +15,7 @@ const webhookRequest = z.unknown().meta({
   required: ['url'],
   properties: {
     url: { type: 'string', format: 'uri', description: 'An https (or http) URL; loopback, private and link-local addresses are refused unless WEBHOOK_ALLOW_PRIVATE_URLS=true.' },
-    events: { type: 'array', minItems: 1, items: { type: 'string', enum: [...WEBHOOK_EVENT_TYPES] }, description: 'Default: all.' },
+    events: { type: 'array', minItems: 1, items: { type: 'string', enum: [...WEBHOOK_EVENT_TYPES] }, description: 'Default: all. `key.expiring` carries `{id, name, prefix, expiresAt}` of an API key whose expiry is 7 days away or nearer.' },
   },
 });
 

@@ -10,8 +10,8 @@ import { ERROR_CATALOG, type ErrorCode } from '../../domain/errors.js';
 export const PROBE_EDGE = ['malformed_request', 'request_timeout', 'headers_too_large', 'shutting_down', 'internal_error'] as const satisfies readonly ErrorCode[];
 /** Every route but the probes: also a Host outside ALLOWED_HOSTS and an unreachable database. */
 export const EDGE = [...PROBE_EDGE, 'host_not_allowed', 'database_unavailable'] as const satisfies readonly ErrorCode[];
-/** Routes with `config: { auth: 'apiKey' }`: the contract's 401s and the key's rate limit. */
-export const API_KEY = ['missing_authorization', 'invalid_api_key_format', 'invalid_api_key', 'rate_limited'] as const satisfies readonly ErrorCode[];
+/** Routes with `config: { auth: 'apiKey', operation }`: the contract's 401s, the key's rate limit, its permissions. */
+export const API_KEY = ['missing_authorization', 'invalid_api_key_format', 'invalid_api_key', 'rate_limited', 'key_permission'] as const satisfies readonly ErrorCode[];
 /** Routes that read a JSON body. */
 export const JSON_BODY = ['invalid_json', 'payload_too_large', 'unsupported_media_type'] as const satisfies readonly ErrorCode[];
 /** Charging routes under an `Idempotency-Key`. */

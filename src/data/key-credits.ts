@@ -1,0 +1,98 @@
+import type { Collection, Document } from 'mongodb';
+import type { Connection } from 'mongoose';
+import type { KeyCreditStore, PendingReservation, RefillPeriods, ReserveOutcome } from '../domain/keys/credit-limit.js';
+import { nativeCollection, toObjectId } from './accounts.js';
+import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
+
+/** Refund op ids a key remembers (retries of a refund come soon after it). */
+const REFUND_OPS_KEPT = 100;
+
+/**
+ * Keys' credit limits on the `api_keys` documents: every change is one guarded update (update
+ * pipelines, so a due refill and the reservation are one atomic step). None of them moves `updatedAt`:
+ * a charge is not a change of settings, and key caches keep the key.
+ */
+export class MongoKeyCreditStore implements KeyCreditStore {
+  private readonly collection: Collection<ApiKeyDoc>;
+
+  constructor(connection: Connection) {
+    this.collection = nativeCollection<ApiKeyDoc>(connection, apiKeyCollectionName);
+  }
+
+  async reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date): Promise<ReserveOutcome> {
+    const _id = toObjectId(keyId);
+    if (!_id) return { kind: 'uncapped' };
+    // The period the key's credits belong to now, and what it has left in it (all of its limit when
+    // the stored figure is from an earlier period: the refill is this reset, computed at the charge).
+    const period = { $switch: { branches: [{ case: { $eq: ['$refill', 'daily'] }, then: periods.daily }, { case: { $eq: ['$refill', 'monthly'] }, then: periods.monthly }], default: null } };
+    const stale = { $ne: [{ $ifNull: ['$refilledFor', null] }, period] };
+    const available = { $cond: [stale, '$creditLimit', { $ifNull: ['$creditsLeft', '$creditLimit'] }] };
+    const reserved = await this.collection.findOneAndUpdate(
+      { _id, deletedAt: null, creditLimit: { $gt: 0 }, 'pending.op': { $ne: op }, $expr: { $gte: [available, amount] } },
+      [
+        {
+          $set: {
+            creditsLeft: { $subtract: [available, amount] },
+            refilledFor: period,
+            pending: { $concatArrays: [{ $ifNull: ['$pending', []] }, [{ op: { $literal: op }, amount: { $literal: amount }, at: { $literal: at }, period }]] },
+          },
+        },
+      ] as Document[],
+      { returnDocument: 'after', projection: { pending: 1 } },
+    );
+    if (reserved) return { kind: 'reserved', period: reserved.pending?.find((p) => p.op === op)?.period ?? null };
+    const key = await this.collection.findOne({ _id }, { projection: { creditLimit: 1, deletedAt: 1, pending: 1 } });
+    if (!key || key.deletedAt || !(typeof key.creditLimit === 'number' && key.creditLimit > 0)) return { kind: 'uncapped' };
+    const already = key.pending?.find((p) => p.op === op);
+    return already ? { kind: 'reserved', period: already.period ?? null } : { kind: 'limit' };
+  }
+
+  async confirm(keyId: string, op: string): Promise<void> {
+    const _id = toObjectId(keyId);
+    if (_id) await this.collection.updateOne({ _id, 'pending.op': op }, { $pull: { pending: { op } } });
+  }
+
+  async release(keyId: string, reservation: { op: string; amount: number; period: string | null }): Promise<void> {
+    const _id = toObjectId(keyId);
+    if (!_id) return;
+    // Back to the period they came from only: a refill since then has already restored the key.
+    const samePeriod = { $eq: [{ $ifNull: ['$refilledFor', null] }, reservation.period] };
+    await this.collection.updateOne({ _id, 'pending.op': reservation.op }, [
+      {
+        $set: {
+          creditsLeft: {
+            $cond: [{ $and: [samePeriod, { $gt: ['$creditLimit', 0] }] }, { $min: ['$creditLimit', { $add: [{ $ifNull: ['$creditsLeft', 0] }, reservation.amount] }] }, '$creditsLeft'],
+          },
+          pending: { $filter: { input: '$pending', cond: { $ne: ['$$this.op', reservation.op] } } },
+        },
+      },
+    ] as Document[]);
+  }
+
+  async refund(keyId: string, op: string | null, amount: number): Promise<void> {
+    const _id = toObjectId(keyId);
+    if (!_id) return;
+    const left = { $min: ['$creditLimit', { $add: [{ $ifNull: ['$creditsLeft', '$creditLimit'] }, amount] }] };
+    if (op === null) {
+      await this.collection.updateOne({ _id, creditLimit: { $gt: 0 } }, [{ $set: { creditsLeft: left } }] as Document[]);
+      return;
+    }
+    await this.collection.updateOne({ _id, creditLimit: { $gt: 0 }, refundOps: { $ne: op } }, [
+      { $set: { creditsLeft: left, refundOps: { $slice: [{ $concatArrays: [{ $ifNull: ['$refundOps', []] }, [{ $literal: op }]] }, -REFUND_OPS_KEPT] } } },
+    ] as Document[]);
+  }
+
+  async stale(before: Date, limit: number): Promise<PendingReservation[]> {
+    const docs = await this.collection
+      .find({ 'pending.at': { $lt: before } }, { projection: { accountId: 1, pending: 1 } })
+      .limit(limit)
+      .toArray();
+    return docs
+      .flatMap((doc) =>
+        (doc.pending ?? [])
+          .filter((p) => p.at < before)
+          .map((p) => ({ keyId: doc._id.toHexString(), accountId: doc.accountId.toHexString(), op: p.op, amount: p.amount, period: p.period ?? null, at: p.at })),
+      )
+      .sort((x, y) => x.at.getTime() - y.at.getTime());
+  }
+}
