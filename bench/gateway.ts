@@ -136,7 +136,8 @@ async function client(): Promise<void> {
     const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', self, '--server'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', BENCH_SERVER_BUILD: serverBuild, ...env },
+      // Production refuses to start without SMTP_URL; the bench sends no mail (the transport connects only to send).
+      env: { SMTP_URL: 'smtp://127.0.0.1:2525', ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', BENCH_SERVER_BUILD: serverBuild, ...env },
     });
     children.push(child);
     const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; cappedKey: string; keyFeed: string };
