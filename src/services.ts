@@ -257,6 +257,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
     signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
+    twoFactor,
     team,
     callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
     invitations: new Invitations({
@@ -270,7 +271,6 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
       hasher,
       audit: auditStore,
     }),
-    twoFactor,
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
