@@ -9,6 +9,8 @@
 //     (RATE_LIMIT_PER_MINUTE=1000000000: counted in MongoDB, nothing refused), against 1 (limit off);
 //  5. route 3 with the charge's whole update: usage counters included (what the database does for a
 //     lookup, so that the gateway's own work can be told from the metered update's database cost);
+//  6. the lookup of 1 with a key that has a credit limit (issue 24: the key's reservation and its
+//     confirmation, and the account's op id recorded and settled), against 1 (a key without one);
 // and the ratio 1 / 3: the target is ≥ 92% (issue 18: the gateway's own work costs less than a twelfth
 // of the one database round trip it cannot avoid). Scenarios alternate in rounds, so drift hits all alike.
 // Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
@@ -41,6 +43,8 @@ async function server(): Promise<void> {
   const actor = { actor: 'bench', ip: null, host: 'bench' };
   const account = await services.credits.createAccount('bench', 1_000_000_000, actor);
   const key = await services.keys.create(account.id, 'bench', actor);
+  // The same account's second key, with a credit limit no run can reach: every lookup reserves on it.
+  const capped = await services.keys.create(account.id, 'bench capped', actor, { creditLimit: 1_000_000_000 });
   const raw = await services.credits.createAccount('bench raw', 1_000_000_000, actor);
   const accounts = connection.db!.collection('accounts');
   const { ObjectId } = await import('mongodb');
@@ -76,7 +80,7 @@ async function server(): Promise<void> {
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
-  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, keyFeed: services.keyFeedState() })}\n`);
+  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, cappedKey: capped.key, keyFeed: services.keyFeedState() })}\n`);
   process.on('SIGTERM', () => {
     void app
       .close()
@@ -120,7 +124,7 @@ async function client(): Promise<void> {
       env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', ...env },
     });
     children.push(child);
-    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; keyFeed: string };
+    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; cappedKey: string; keyFeed: string };
     return { child, ...ready };
   };
   const gateway = await startGateway({});
@@ -134,12 +138,13 @@ async function client(): Promise<void> {
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const words = ['serendipity', 'dog', 'tree', 'running', 'ocean', 'happier', 'light', 'house', 'qzxvbnmw', 'computer'];
-  const all = [
+  const all: { name: string; path: string; gw: typeof gateway; key?: string }[] = [
     { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query', gw: gateway },
     { name: 'bare route', path: '/bench/bare', gw: gateway },
     { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db', gw: gateway },
     { name: 'POST /api/playground/query, rate limit on', path: '/api/playground/query', gw: limited },
     { name: 'bare route + the charge\'s metered update', path: '/bench/metered', gw: gateway },
+    { name: 'POST /api/playground/query, capped key', path: '/api/playground/query', gw: gateway, key: gateway.cappedKey },
   ];
   // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
   const only = process.env.BENCH_ONLY;
@@ -147,7 +152,7 @@ async function client(): Promise<void> {
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
   const measure = async (s: (typeof all)[number], secs: number): Promise<Result> => {
     const [g0, d0] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
-    const res = await load(s.gw.port, s.path, s.gw.key, words, agent, concurrency, secs);
+    const res = await load(s.gw.port, s.path, s.key ?? s.gw.key, words, agent, concurrency, secs);
     const [g1, d1] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
     return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
   };
@@ -200,6 +205,14 @@ async function client(): Promise<void> {
     console.log(
       `shared rate limit: ${on.rps.toFixed(0)} lookups/s on vs ${off.rps.toFixed(0)} off (${((on.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
         `gateway ${(on.gwUs - off.gwUs).toFixed(0)} µs, database ${(on.dbUs - off.dbUs).toFixed(0)} µs CPU more per lookup`,
+    );
+  }
+
+  const capped = rows[5];
+  if (capped) {
+    console.log(
+      `key credit limit: ${capped.rps.toFixed(0)} lookups/s with a capped key vs ${off.rps.toFixed(0)} without (${((capped.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
+        `gateway ${(capped.gwUs - off.gwUs).toFixed(0)} µs, database ${(capped.dbUs - off.dbUs).toFixed(0)} µs CPU more per lookup`,
     );
   }
 

@@ -15,6 +15,7 @@ import { MongoSeedClaimStore } from './data/demo-seed-claim.js';
 import { DEMO_CREDITS, DemoSeeder, type DemoAccount } from './domain/demo/seed.js';
 import { buildApp } from './http/app.js';
 import { buildServices, type Services } from './services.js';
+import { flushTraces } from './tracing/context.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
 
 async function main(): Promise<void> {
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
       await connection.close();
       await embedded?.stop();
       app.log.info({ signal }, 'shut down');
+      await flushTraces();
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
