@@ -56,6 +56,7 @@ import { JobWatcher } from './domain/jobs/watch.js';
 import { MongoUsageStore } from './data/usage.js';
 import { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
+import type { DomainMetrics } from './domain/metrics.js';
 import { UsageService } from './domain/usage/service.js';
 import { MongoEmailThrottleStore } from './data/email-throttle.js';
 import { MongoLinkTokenStore } from './data/link-tokens.js';
@@ -156,6 +157,8 @@ export interface ServiceDeps {
   rateLimitNow?: () => number;
   /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
   idempotencyLockMs?: number;
+  /** Told where the domain decides (charges, refunds, jobs, images, deliveries); default: nothing counted. */
+  metrics?: DomainMetrics;
   /** Where emails go without SMTP_URL (development); default: the logger. */
   emailLog?: (text: string) => void;
 }
@@ -193,11 +196,12 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   // and image jobs are settled with those credits (workers/services.ts wires the same for a worker).
   const queue = await openImageQueue(config, { connection, role: deps.role ?? 'gateway', log });
   const signer = await openImageUrlSigner(config, connection);
-  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver });
+  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver, metrics: deps.metrics });
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
     host,
+    metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
     keyCredits: new MongoKeyCreditStore(connection),
   });
@@ -209,6 +213,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     rateLimits,
     rateLimitNow: deps.rateLimitNow,
+    onRateLimited: deps.metrics && (() => deps.metrics!.rateLimited()),
     onBackgroundError: (err) => log.warn({ err }, 'keys: background write failed'),
   });
   const provider = deps.definitionProvider ?? (await createDefinitionProvider(config));
@@ -224,7 +229,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const usage = new UsageService({ store: usageStore });
   const stopRollUps = usage.startRollUps({ everyMs: 3_600_000, onError: (err) => log.warn({ err }, 'usage: roll-up failed') });
 
-  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider });
+  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
   const jobs = new ImageJobs({
     jobs: imageJobs.store,
     credits,

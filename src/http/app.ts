@@ -43,6 +43,7 @@ import { registerDraining } from '../edge/draining.js';
 import { hostPolicy, registerHostCheck } from '../edge/host.js';
 import { registerHttps } from '../edge/https.js';
 import { registerJsonCharsetCheck } from '../edge/json-charset.js';
+import { registerHttpMetrics, type TransportMetrics } from '../edge/metrics.js';
 import { trustProxyOption } from '../edge/proxy.js';
 import { requestLogFields } from '../edge/request-log.js';
 import { errorBody, errorHeaders, translate } from '../edge/errors.js';
@@ -67,6 +68,8 @@ export interface BuildAppOptions {
   logStream?: { write(line: string): void };
   /** Told of every route as it is registered (the security suite checks that none escapes it). */
   onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined; permission: string | undefined }) => void;
+  /** Told of every response, GraphQL operation and WebSocket (METRICS_PORT); default: nothing counted. */
+  metrics?: TransportMetrics;
 }
 
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -121,6 +124,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation, permission: config?.permission });
     });
   }
+  if (opts.metrics) registerHttpMetrics(app, opts.metrics);
   registerHttps(app, config.PUBLIC_BASE_URL);
   registerDraining(app);
   // Before every refusal, so that browser apps can read theirs.
@@ -175,6 +179,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     baseUrlOf,
     hostAllowed,
     databaseDown: () => services.health.knownDown(),
+    metrics: opts.metrics,
   });
   await registerConsole(app, {
     config,
