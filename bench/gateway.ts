@@ -11,6 +11,7 @@
 //     lookup, so that the gateway's own work can be told from the metered update's database cost);
 // and the ratio 1 / 3: the target is ≥ 92% (issue 18: the gateway's own work costs less than a twelfth
 // of the one database round trip it cannot avoid). Scenarios alternate in rounds, so drift hits all alike.
+// BENCH_TRACING=1 adds a sixth scenario: the lookup on a gateway with tracing on (spans sent to a sink).
 // Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
 // BENCH_CONCURRENCY (32 connections), MONGODB_URI (a real database instead of the embedded one).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -113,8 +114,8 @@ async function client(): Promise<void> {
   }
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const startGateway = async (env: Record<string, string>) => {
-    const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', self, '--server'], {
+  const startGateway = async (env: Record<string, string>, preload: string[] = []) => {
+    const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', ...preload, self, '--server'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'inherit'],
       env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', ...env },
@@ -127,6 +128,9 @@ async function client(): Promise<void> {
   // The same gateway with the shared rate limit on, so high that nothing is refused: what one counted
   // request costs (a guarded $inc upsert in MongoDB per lookup).
   const limited = await startGateway({ RATE_LIMIT_PER_MINUTE: '1000000000' });
+  // BENCH_TRACING=1: one more gateway with tracing on (every span exported over OTLP/HTTP to a sink
+  // in this process), for the cost of tracing: scenario 6 against scenario 1.
+  const traced = process.env.BENCH_TRACING ? await startGateway({ OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink() }, ['--import', './src/tracing/gateway.ts']) : undefined;
   const gw = gateway.child;
   console.log(`gateway: 127.0.0.1:${gateway.port}, key cache ${gateway.keyFeed === 'changestream' ? 'on (change stream)' : 'off (polling)'}`);
   console.log(`gateway with the shared rate limit on: 127.0.0.1:${limited.port}`);
@@ -140,6 +144,7 @@ async function client(): Promise<void> {
     { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db', gw: gateway },
     { name: 'POST /api/playground/query, rate limit on', path: '/api/playground/query', gw: limited },
     { name: 'bare route + the charge\'s metered update', path: '/bench/metered', gw: gateway },
+    ...(traced ? [{ name: 'POST /api/playground/query, tracing on', path: '/api/playground/query', gw: traced }] : []),
   ];
   // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
   const only = process.env.BENCH_ONLY;
@@ -284,4 +289,15 @@ async function firstLine(child: ChildProcess, match: (line: string) => boolean):
       if (match(line)) resolve(line);
     });
   });
+}
+
+/** An OTLP/HTTP endpoint that takes every export and keeps nothing (BENCH_TRACING). */
+async function otlpSink(): Promise<string> {
+  const sink = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sink.unref();
+  return `http://127.0.0.1:${(sink.address() as { port: number }).port}`;
 }
