@@ -9,9 +9,14 @@
 //     (RATE_LIMIT_PER_MINUTE=1000000000: counted in MongoDB, nothing refused), against 1 (limit off);
 //  5. route 3 with the charge's whole update: usage counters included (what the database does for a
 //     lookup, so that the gateway's own work can be told from the metered update's database cost);
-// and the ratio 1 / 3: the target is ≥ 92% (issue 18: the gateway's own work costs less than a twelfth
-// of the one database round trip it cannot avoid). Scenarios alternate in rounds, so drift hits all alike.
-// BENCH_TRACING=1 adds a sixth scenario: the lookup on a gateway with tracing on (spans sent to a sink).
+//  6. the lookup of 1 with a key that has a credit limit (issue 24: the key's reservation and its
+//     confirmation, and the account's op id recorded and settled), against 1 (a key without one);
+//  7. the lookup of 1 on a third gateway process with Prometheus metrics on (what METRICS_PORT costs);
+// and the ratio 1 / 3: the target is ≥ 85% on the compiled build (issue 26). Scenarios alternate in
+// rounds, so drift hits all alike. BENCH_BUILD (bench/build.ts): dist, the compiled build (default;
+// built first if missing or stale), tsx, the sources through tsx, or compare: both, scenarios 1-3 on a
+// gateway of each kind, interleaved.
+// BENCH_TRACING=1 adds one more: the lookup of 1 on a gateway with tracing on (spans sent to a sink).
 // Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
 // BENCH_CONCURRENCY (32 connections), MONGODB_URI (a real database instead of the embedded one).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,9 +26,12 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { cpuMicros } from '../packages/embedded-mongo/bench/proc-stats.js';
+import { benchBuild, ensureBuild } from './build.js';
 
-/** REST lookup's throughput over the bare route plus one guarded update's (issue 18). */
-const RATIO_TARGET = 0.92;
+/** REST lookup's throughput over the bare route plus one guarded update's, on the compiled build (issue 26). */
+const RATIO_TARGET = 0.85;
+/** Metrics on: at most this much fewer lookups/s (issue 26). */
+const METRICS_COST_TARGET = 0.03;
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const self = fileURLToPath(import.meta.url);
 
@@ -32,22 +40,31 @@ else await client();
 
 /** The gateway under test: the production composition plus two bare routes for comparison. */
 async function server(): Promise<void> {
-  const { loadConfig } = await import('../src/config.js');
-  const { connectDatabase } = await import('../src/data/connection.js');
-  const { buildServices } = await import('../src/services.js');
-  const { buildApp } = await import('../src/http/app.js');
+  // The gateway's modules from the compiled build (tsx runs only this harness: it leaves .js alone),
+  // or from the sources through tsx.
+  const base = process.env.BENCH_SERVER_BUILD === 'tsx' ? '../src' : '../dist/src';
+  const load = <T>(module: string) => import(`${base}/${module}`) as Promise<T>;
+  const { loadConfig } = await load<typeof import('../src/config.js')>('config.js');
+  const { connectDatabase } = await load<typeof import('../src/data/connection.js')>('data/connection.js');
+  const { buildServices } = await load<typeof import('../src/services.js')>('services.js');
+  const { buildApp } = await load<typeof import('../src/http/app.js')>('http/app.js');
+  const { PrometheusMetrics } = await load<typeof import('../src/metrics/prometheus.js')>('metrics/prometheus.js');
   const config = loadConfig();
   const connection = await connectDatabase(config.MONGODB_URI!, { dbName: `bench_${process.pid}` });
-  const services = await buildServices(config, { connection });
+  // As main.ts does with METRICS_PORT set (the listener itself is idle during the run).
+  const metrics = process.env.BENCH_METRICS === '1' ? new PrometheusMetrics() : undefined;
+  const services = await buildServices(config, { connection, metrics });
   const actor = { actor: 'bench', ip: null, host: 'bench' };
   const account = await services.credits.createAccount('bench', 1_000_000_000, actor);
   const key = await services.keys.create(account.id, 'bench', actor);
+  // The same account's second key, with a credit limit no run can reach: every lookup reserves on it.
+  const capped = await services.keys.create(account.id, 'bench capped', actor, { creditLimit: 1_000_000_000 });
   const raw = await services.credits.createAccount('bench raw', 1_000_000_000, actor);
   const accounts = connection.db!.collection('accounts');
   const { ObjectId } = await import('mongodb');
   const rawId = new ObjectId(raw.id);
 
-  const app = await buildApp({ config, services });
+  const app = await buildApp({ config, services, metrics });
   app.post('/bench/bare', async () => ({ ok: true }));
   // CPU time of this process, so the client can report the gateway's cost per request whatever else
   // runs on the machine.
@@ -63,8 +80,8 @@ async function server(): Promise<void> {
   });
   // The same round trip with the charge's whole update: the lookup's usage counters (issue 18: the
   // metered update costs the database more than the bare one, which is not the gateway's own work).
-  const { utcDay } = await import('../src/domain/usage/types.js');
-  const { usageBucket } = await import('../src/data/models/usage.js');
+  const { utcDay } = await load<typeof import('../src/domain/usage/types.js')>('domain/usage/types.js');
+  const { usageBucket } = await load<typeof import('../src/data/models/usage.js')>('data/models/usage.js');
   app.post('/bench/metered', async () => {
     const day = utcDay(new Date());
     const bucket = `usage.${usageBucket(day, 'definitions', String(key.id))}`;
@@ -77,7 +94,7 @@ async function server(): Promise<void> {
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
-  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, keyFeed: services.keyFeedState() })}\n`);
+  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, cappedKey: capped.key, keyFeed: services.keyFeedState() })}\n`);
   process.on('SIGTERM', () => {
     void app
       .close()
@@ -104,6 +121,8 @@ async function client(): Promise<void> {
   const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 32);
   const children: ChildProcess[] = [];
   process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+  const build = benchBuild();
+  if (build !== 'tsx') ensureBuild(root);
 
   let uri = process.env.MONGODB_URI;
   if (!uri) {
@@ -114,36 +133,48 @@ async function client(): Promise<void> {
   }
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const startGateway = async (env: Record<string, string>, preload: string[] = []) => {
+  const startGateway = async (env: Record<string, string>, serverBuild: 'dist' | 'tsx' = build === 'tsx' ? 'tsx' : 'dist', preload: string[] = []) => {
     const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', ...preload, self, '--server'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', ...env },
+      env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', BENCH_SERVER_BUILD: serverBuild, ...env },
     });
     children.push(child);
-    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; keyFeed: string };
+    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; cappedKey: string; keyFeed: string };
     return { child, ...ready };
   };
   const gateway = await startGateway({});
   // The same gateway with the shared rate limit on, so high that nothing is refused: what one counted
   // request costs (a guarded $inc upsert in MongoDB per lookup).
   const limited = await startGateway({ RATE_LIMIT_PER_MINUTE: '1000000000' });
+  const withMetrics = await startGateway({ BENCH_METRICS: '1' });
+  const viaTsx = build === 'compare' ? await startGateway({}, 'tsx') : undefined;
   // BENCH_TRACING=1: one more gateway with tracing on (every span exported over OTLP/HTTP to a sink
   // in this process), for the cost of tracing: scenario 6 against scenario 1.
-  const traced = process.env.BENCH_TRACING ? await startGateway({ OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink() }, ['--import', './src/tracing/gateway.ts']) : undefined;
+  const traced = process.env.BENCH_TRACING ? await startGateway({ OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink() }, undefined, ['--import', './src/tracing/gateway.ts']) : undefined;
   const gw = gateway.child;
+  console.log(`build measured: ${build === 'compare' ? 'compiled (dist/) and tsx, interleaved' : build === 'tsx' ? 'the sources through tsx' : 'compiled (dist/)'}`);
   console.log(`gateway: 127.0.0.1:${gateway.port}, key cache ${gateway.keyFeed === 'changestream' ? 'on (change stream)' : 'off (polling)'}`);
   console.log(`gateway with the shared rate limit on: 127.0.0.1:${limited.port}`);
   console.log(`${concurrency} connections, ${rounds} rounds × ${seconds}s per scenario, on ${os.cpus().length} CPUs\n`);
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const words = ['serendipity', 'dog', 'tree', 'running', 'ocean', 'happier', 'light', 'house', 'qzxvbnmw', 'computer'];
-  const all = [
+  const all: { name: string; path: string; gw: typeof gateway; key?: string }[] = [
     { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query', gw: gateway },
     { name: 'bare route', path: '/bench/bare', gw: gateway },
     { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db', gw: gateway },
     { name: 'POST /api/playground/query, rate limit on', path: '/api/playground/query', gw: limited },
     { name: 'bare route + the charge\'s metered update', path: '/bench/metered', gw: gateway },
+    { name: 'POST /api/playground/query, capped key', path: '/api/playground/query', gw: gateway, key: gateway.cappedKey },
+    { name: 'POST /api/playground/query, metrics on', path: '/api/playground/query', gw: withMetrics },
+    ...(viaTsx
+      ? [
+          { name: 'POST /api/playground/query (tsx)', path: '/api/playground/query', gw: viaTsx },
+          { name: 'bare route (tsx)', path: '/bench/bare', gw: viaTsx },
+          { name: 'bare route + 1 guarded update (tsx)', path: '/bench/db', gw: viaTsx },
+        ]
+      : []),
     ...(traced ? [{ name: 'POST /api/playground/query, tracing on', path: '/api/playground/query', gw: traced }] : []),
   ];
   // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
@@ -152,7 +183,7 @@ async function client(): Promise<void> {
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
   const measure = async (s: (typeof all)[number], secs: number): Promise<Result> => {
     const [g0, d0] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
-    const res = await load(s.gw.port, s.path, s.gw.key, words, agent, concurrency, secs);
+    const res = await load(s.gw.port, s.path, s.key ?? s.gw.key, words, agent, concurrency, secs);
     const [g1, d1] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
     return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
   };
@@ -208,13 +239,36 @@ async function client(): Promise<void> {
     );
   }
 
+  const capped = rows[5];
+  if (capped) {
+    console.log(
+      `key credit limit: ${capped.rps.toFixed(0)} lookups/s with a capped key vs ${off.rps.toFixed(0)} without (${((capped.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
+        `gateway ${(capped.gwUs - off.gwUs).toFixed(0)} µs, database ${(capped.dbUs - off.dbUs).toFixed(0)} µs CPU more per lookup`,
+    );
+  }
+
+  const metricsOn = rows[6];
+  if (metricsOn) {
+    const cost = 1 - metricsOn.rps / off.rps;
+    console.log(
+      `metrics on: ${metricsOn.rps.toFixed(0)} lookups/s vs ${off.rps.toFixed(0)} off (${(cost * 100).toFixed(1)}% fewer; target ≤ ${METRICS_COST_TARGET * 100}%: ` +
+        `${cost <= METRICS_COST_TARGET ? 'met' : 'NOT met'}); gateway ${(metricsOn.gwUs - off.gwUs).toFixed(0)} µs CPU more per lookup`,
+    );
+  }
+  if (rows[9]) {
+    const tsxRatio = rows[7]!.rps / rows[9].rps;
+    console.log(
+      `tsx: full lookup / bare route + DB round trip = ${(tsxRatio * 100).toFixed(1)}% (compiled: ${(ratio * 100).toFixed(1)}%); ` +
+        `lookup ${rows[7]!.gwUs.toFixed(0)} µs CPU through tsx vs ${rows[0]!.gwUs.toFixed(0)} compiled`,
+    );
+  }
   console.log(`node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs`);
 
   await finish(rows.some((r) => r.errors > 0));
 
   async function finish(failed: boolean): Promise<never> {
     agent.destroy();
-    for (const g of [gw, limited.child]) {
+    for (const g of [gw, limited.child, withMetrics.child, ...(viaTsx ? [viaTsx.child] : [])]) {
       g.kill('SIGTERM');
       await new Promise((r) => g.once('exit', r));
     }

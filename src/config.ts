@@ -162,6 +162,9 @@ const schema = z
     /** Lets webhooks go to loopback, private and link-local addresses: development and tests only. */
     WEBHOOK_ALLOW_PRIVATE_URLS: bool(false),
 
+    /** Prometheus metrics (`GET /metrics`) on this port of HOST, gateway and worker alike; unset: none. */
+    METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+
     GRAPHQL_INTROSPECTION: bool(true),
     GRAPHQL_MAX_DEPTH: int(8, 1),
     GRAPHQL_MAX_ALIASES: int(15, 0),
@@ -177,6 +180,9 @@ const schema = z
     }
     if (c.IMAGE_PROVIDER === 'openai' && !c.IMAGE_API_URL) {
       ctx.addIssue({ code: 'custom', path: ['IMAGE_API_URL'], message: 'is required when IMAGE_PROVIDER=openai' });
+    }
+    if (c.METRICS_PORT !== undefined && c.METRICS_PORT !== 0 && c.METRICS_PORT === c.PORT) {
+      ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT (metrics are never served on the API port)' });
     }
     if (c.HEADERS_TIMEOUT_MS > c.REQUEST_TIMEOUT_MS) {
       ctx.addIssue({ code: 'custom', path: ['HEADERS_TIMEOUT_MS'], message: 'must not exceed REQUEST_TIMEOUT_MS' });
@@ -206,20 +212,27 @@ export function loadConfig(env: ConfigInput | NodeJS.ProcessEnv = process.env): 
 }
 
 /**
- * What only the gateway process needs (workers and the CLI build no URLs and serve no HTTP): in
- * production, image URLs must not take their base from whatever Host header a client sends.
+ * What only the gateway process needs (workers and the CLI build no URLs, serve no HTTP and already
+ * require MONGODB_URI): in production, image URLs must not take their base from whatever Host header a
+ * client sends, and the database is a real one (the embedded server is a development dependency).
  */
 export function checkGatewayConfig(config: Config): void {
-  if (config.NODE_ENV === 'production' && !config.PUBLIC_BASE_URL && !config.ALLOWED_HOSTS) {
-    throw new ConfigError(
-      'Invalid configuration:\n  PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
+  if (config.NODE_ENV !== 'production') return;
+  const problems: string[] = [];
+  if (!config.PUBLIC_BASE_URL && !config.ALLOWED_HOSTS) {
+    problems.push(
+      'PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS lists the host names clients use (image URLs would take any Host header as their base)',
     );
   }
-  if (config.NODE_ENV === 'production' && !config.SMTP_URL) {
-    throw new ConfigError(
-      'Invalid configuration:\n  SMTP_URL: is required when NODE_ENV=production (sign-up, password reset and invitation emails go out through it; only outside production are they written to the log instead)',
+  if (!config.MONGODB_URI) {
+    problems.push('MONGODB_URI: is required when NODE_ENV=production (the embedded database is for development and tests only; use a MongoDB replica set)');
+  }
+  if (!config.SMTP_URL) {
+    problems.push(
+      'SMTP_URL: is required when NODE_ENV=production (sign-up, password reset and invitation emails go out through it; only outside production are they written to the log instead)',
     );
   }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
 }
 
 /** WEBHOOK_RETRY_SCHEDULE in milliseconds (validated when the config was loaded). */

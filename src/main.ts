@@ -7,13 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import type { EmbeddedMongo } from '@credit-gateway/embedded-mongo';
 import type { Connection } from 'mongoose';
 import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
 import { connectDatabase, isDatabaseUnavailableError } from './data/connection.js';
 import { MongoSeedClaimStore } from './data/demo-seed-claim.js';
 import { DEMO_CREDITS, DemoSeeder, type DemoAccount } from './domain/demo/seed.js';
 import { buildApp } from './http/app.js';
+import { PrometheusMetrics } from './metrics/prometheus.js';
+import { startMetricsServer, type MetricsServer } from './metrics/server.js';
 import { buildServices, type Services } from './services.js';
 import { flushTraces } from './tracing/context.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
@@ -21,14 +22,12 @@ import { startConfiguredImageWorker, type RunningWorker } from '../workers/image
 async function main(): Promise<void> {
   const config = loadConfig();
   checkGatewayConfig(config);
-  let embedded: EmbeddedMongo | undefined;
+  let embedded: DevDatabase | undefined;
   let uri = config.MONGODB_URI;
   if (!uri) {
     const dbPath = path.resolve(config.DATA_DIR, 'db');
     await mkdir(dbPath, { recursive: true });
-    // Loaded only here: it is a devDependency, absent from production installs (`npm ci --omit=dev`).
-    const { startEmbeddedMongo } = await import('@credit-gateway/embedded-mongo');
-    embedded = await startEmbeddedMongo({ port: 0, dbPath });
+    embedded = await startDevDatabase(dbPath);
     // The database name goes into the URI printed below, so other processes open the same database.
     uri = `${embedded.uri.replace(/\/?$/, '/')}gateway`;
     say(`MONGODB_URI is not set: started the embedded database at ${uri} (files in ${dbPath}).`);
@@ -36,11 +35,13 @@ async function main(): Promise<void> {
   }
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
-  const services = await buildServices(config, { connection, emailLog: say });
+  // METRICS_PORT set: the domain, the edge and the doors count into one registry, served on its own port.
+  const metrics = config.METRICS_PORT === undefined ? undefined : new PrometheusMetrics();
+  const services = await buildServices(config, { connection, emailLog: say, metrics });
   // Production never gets a demo: its key and password would be printed into the process's logs.
   const demo = config.NODE_ENV === 'production' ? null : await createDemoAccount(services, connection);
 
-  const app = await buildApp({ config, services });
+  const app = await buildApp({ config, services, metrics });
   // The same backstop as a standalone worker's: a database error that escapes a background task
   // during an outage is logged, not fatal (work resumes when the database is back); anything else is a
   // fault, and the process exits.
@@ -53,6 +54,12 @@ async function main(): Promise<void> {
   const { port } = app.server.address() as { port: number };
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
   say(`Gateway listening on ${base} (services: ${config.SERVICES.join(', ')}).`);
+  let metricsServer: MetricsServer | undefined;
+  if (metrics) {
+    metrics.observe({ databaseUp: () => !services.health.knownDown(), queueDepth: () => services.imageJobs.queue.depth() });
+    metricsServer = await startMetricsServer(metrics, { port: config.METRICS_PORT!, host: config.HOST });
+    say(`Metrics on ${base.replace(/:\d+$/, `:${metricsServer.port}`)}/metrics.`);
+  }
   if (config.NODE_ENV === 'production' && (await services.credits.isEmpty())) {
     say('Empty database: no demo account in production; create accounts and keys with the admin CLI (npm run cli).');
   }
@@ -90,6 +97,7 @@ async function main(): Promise<void> {
       // and WebSockets (1001).
       await app.close();
       clearTimeout(forceClose);
+      await metricsServer?.close();
       // Running images finish (drain); queued ones stay in the queue for any other worker.
       await worker?.stop(Math.max(0, deadline - budget * 0.2 - Date.now()));
       await services.close();
@@ -105,6 +113,32 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/** What main needs of the embedded database. */
+interface DevDatabase {
+  uri: string;
+  stop(): Promise<void>;
+}
+
+/** The embedded server (never in production: checkGatewayConfig requires MONGODB_URI there). */
+const EMBEDDED_MONGO = '@credit-gateway/embedded-mongo';
+
+/**
+ * Loaded only here, by a specifier the compiler does not follow: the package is a devDependency, run
+ * as TypeScript through tsx, absent from production installs (`npm ci --omit=dev`), and never part of
+ * the compiled build.
+ */
+async function startDevDatabase(dbPath: string): Promise<DevDatabase> {
+  let mod: { startEmbeddedMongo(options: { port: number; dbPath: string }): Promise<DevDatabase> };
+  try {
+    mod = (await import(EMBEDDED_MONGO)) as typeof mod;
+  } catch (err) {
+    throw new ConfigError(
+      `Invalid configuration:\n  MONGODB_URI: is not set, and the embedded database cannot be loaded here (${(err as { code?: string }).code ?? (err as Error).message}): it is a development dependency run through tsx (npm start). Set MONGODB_URI, or start one with \`npm run db\` in a development checkout.`,
+    );
+  }
+  return mod.startEmbeddedMongo({ port: 0, dbPath });
 }
 
 /** The demo, seeded by whichever instance claims it first (see DemoSeeder). */

@@ -30,6 +30,10 @@ import { Idempotency } from './domain/idempotency/service.js';
 import { SessionService } from './domain/console/sessions.js';
 import { SignInService } from './domain/console/signin.js';
 import { UserService } from './domain/console/users.js';
+import { MemberSessions } from './domain/team/callers.js';
+import { Invitations } from './domain/team/invitations.js';
+import { TeamService } from './domain/team/members.js';
+import { MongoTeamStore } from './data/team.js';
 import { CreditService } from './domain/credits/service.js';
 import { LayeredDefinitionCache } from './domain/definitions/cache.js';
 import { DefinitionLookup } from './domain/definitions/service.js';
@@ -52,6 +56,7 @@ import { JobWatcher } from './domain/jobs/watch.js';
 import { MongoUsageStore } from './data/usage.js';
 import { WebhookEndpoints } from './domain/webhooks/endpoints.js';
 import type { HostResolver } from './domain/webhooks/ports.js';
+import type { DomainMetrics } from './domain/metrics.js';
 import { UsageService } from './domain/usage/service.js';
 import { MongoEmailThrottleStore } from './data/email-throttle.js';
 import { MongoLinkTokenStore } from './data/link-tokens.js';
@@ -69,6 +74,12 @@ export interface ConsoleServices {
   readonly users: UserService;
   readonly sessions: SessionService;
   readonly signIn: SignInService;
+  /** Members, roles, the last-owner rule and the two-factor requirement of an account. */
+  readonly team: TeamService;
+  /** Every console request's session and the caller's role in its current account (the edge asks it). */
+  readonly callers: MemberSessions;
+  /** Invitation links: send, list, revoke, accept. */
+  readonly invitations: Invitations;
   readonly signUp: SignUpService;
   readonly passwords: PasswordService;
   /** TOTP second factor; `isEnabled(userId)` tells whether a user has it. */
@@ -146,6 +157,8 @@ export interface ServiceDeps {
   rateLimitNow?: () => number;
   /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
   idempotencyLockMs?: number;
+  /** Told where the domain decides (charges, refunds, jobs, images, deliveries); default: nothing counted. */
+  metrics?: DomainMetrics;
   /** Where emails go without SMTP_URL (development); default: the logger. */
   emailLog?: (text: string) => void;
 }
@@ -183,11 +196,12 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   // and image jobs are settled with those credits (workers/services.ts wires the same for a worker).
   const queue = await openImageQueue(config, { connection, role: deps.role ?? 'gateway', log });
   const signer = await openImageUrlSigner(config, connection);
-  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver });
+  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver, metrics: deps.metrics });
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
     host,
+    metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
     keyCredits: new MongoKeyCreditStore(connection),
   });
@@ -199,6 +213,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     rateLimitPerMinute: config.RATE_LIMIT_PER_MINUTE,
     rateLimits,
     rateLimitNow: deps.rateLimitNow,
+    onRateLimited: deps.metrics && (() => deps.metrics!.rateLimited()),
     onBackgroundError: (err) => log.warn({ err }, 'keys: background write failed'),
   });
   const provider = deps.definitionProvider ?? (await createDefinitionProvider(config));
@@ -214,7 +229,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const usage = new UsageService({ store: usageStore });
   const stopRollUps = usage.startRollUps({ everyMs: 3_600_000, onError: (err) => log.warn({ err }, 'usage: roll-up failed') });
 
-  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider });
+  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
   const jobs = new ImageJobs({
     jobs: imageJobs.store,
     credits,
@@ -233,9 +248,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     sessions: sessionStore,
     limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
   });
-  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore });
-  const links = new LinkTokens({ store: linkStore });
   const emailThrottle = new EmailThrottle({ store: emailThrottleStore });
+  const links = new LinkTokens({ store: linkStore });
+  const teamStore = new MongoTeamStore(connection);
+  const team = new TeamService({ memberships: teamStore, accounts: teamStore, endSessions: (userId, accountId) => sessions.endForMember(userId, accountId), audit: auditStore });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team });
   const credentialStore = new MongoCredentialStore(connection);
   const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
   const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
@@ -246,6 +263,19 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     twoFactor,
+    team,
+    callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
+    invitations: new Invitations({
+      links,
+      sender: emailSender,
+      throttle: emailThrottle,
+      team,
+      memberships: teamStore,
+      accounts: teamStore,
+      users: userStore,
+      hasher,
+      audit: auditStore,
+    }),
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });

@@ -8,8 +8,10 @@
  */
 import type { Connection } from 'mongoose';
 import { loadConfig, ConfigError, type Config } from '../src/config.js';
-import { connectDatabase, isDatabaseUnavailableError } from '../src/data/connection.js';
+import { connectDatabase, databaseHealth, isDatabaseUnavailableError } from '../src/data/connection.js';
 import type { Logger } from '../src/domain/logger.js';
+import { PrometheusMetrics } from '../src/metrics/prometheus.js';
+import { startMetricsServer, type MetricsServer } from '../src/metrics/server.js';
 import { describeError } from '../src/queue/queue-errors.js';
 import { activeTraceId, flushTraces } from '../src/tracing/context.js';
 import { startConfiguredImageWorker, type RunningWorker } from './image-worker.js';
@@ -59,6 +61,15 @@ async function main(): Promise<void> {
     process.exit(1);
   });
 
+  // Served from the start: while the database is unreachable a scrape says database_up 0.
+  const metrics = config.METRICS_PORT === undefined ? undefined : new PrometheusMetrics();
+  let metricsServer: MetricsServer | undefined;
+  if (metrics) {
+    metrics.observe({ databaseUp: () => false });
+    metricsServer = await startMetricsServer(metrics, { port: config.METRICS_PORT!, host: config.HOST });
+    log.info({ port: metricsServer.port }, 'metrics listening');
+  }
+
   let started: Started | undefined;
   let stopping = false;
   const shutdown = async (signal: string) => {
@@ -75,6 +86,7 @@ async function main(): Promise<void> {
       // Bounded by itself: it stops waiting at the deadline, or as soon as the database is unreachable.
       await worker.stop(Math.max(config.JOB_LOCK_LIFETIME_MS, 30_000));
       await cleanup(services.close(), 'closing services', log);
+      await cleanup(metricsServer?.close() ?? Promise.resolve(), 'closing the metrics listener', log);
       // force: with the database down there is nothing to end gracefully.
       await cleanup(connection.close(connection.readyState !== 1), 'closing the database connection', log);
       log.info({}, 'worker stopped');
@@ -90,7 +102,7 @@ async function main(): Promise<void> {
 
   for (let attempt = 1; !started; attempt++) {
     try {
-      started = await start(config, log);
+      started = await start(config, log, metrics);
     } catch (err) {
       if (!isDatabaseUnavailableError(err)) throw err;
       const retryInMs = Math.min(1000 * 2 ** (attempt - 1), START_RETRY_MAX_MS);
@@ -105,10 +117,12 @@ async function main(): Promise<void> {
 }
 
 /** Connects, builds the worker's services and starts processing; undoes what it did if a step fails. */
-async function start(config: Config, log: Logger): Promise<Started> {
+async function start(config: Config, log: Logger, metrics: PrometheusMetrics | undefined): Promise<Started> {
   const connection = await connectDatabase(config.MONGODB_URI!, { serverSelectionTimeoutMS: 10_000 });
   try {
-    const services = await buildWorkerServices(config, { connection, logger: log });
+    const services = await buildWorkerServices(config, { connection, logger: log, metrics });
+    const health = databaseHealth(connection);
+    metrics?.observe({ databaseUp: () => !health.knownDown(), queueDepth: () => services.imageJobs.queue.depth() });
     try {
       const worker = await startConfiguredImageWorker(config, services.imageJobs, log);
       return { connection, services, worker };

@@ -32,6 +32,7 @@ import { MongoKeyCreditStore } from '../src/data/key-credits.js';
 import { MongoKeyStore } from '../src/data/keys.js';
 import { toJobView } from '../src/domain/jobs/view.js';
 import { silentLogger, type Logger } from '../src/domain/logger.js';
+import type { DomainMetrics } from '../src/domain/metrics.js';
 import { WEBHOOK_TIMEOUT_MS, WebhookDeliverer } from '../src/domain/webhooks/deliverer.js';
 import { LowCreditsAlerts } from '../src/domain/webhooks/low-credits.js';
 import type { HostResolver, WebhookTransport } from '../src/domain/webhooks/ports.js';
@@ -91,6 +92,8 @@ export interface WorkerServiceDeps {
   host?: string;
   /** Replaces DNS for webhook URLs (tests). */
   webhookResolver?: HostResolver;
+  /** Told where the domain decides (refunds, jobs, images, deliveries); default: nothing counted. */
+  metrics?: DomainMetrics;
 }
 
 export async function buildWorkerServices(config: Config, deps: WorkerServiceDeps): Promise<WorkerServices> {
@@ -102,15 +105,16 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
 
   const queue = await openImageQueue(config, { connection, role: 'worker', log });
   const signer = await openImageUrlSigner(config, connection);
-  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver });
+  const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver, metrics: deps.metrics });
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
     host: deps.host ?? hostname(),
+    metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state) => observeLowCredits(webhooks.alerts, log, accountId, balance, state),
     keyCredits: new MongoKeyCreditStore(connection),
   });
-  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider });
+  const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
   return {
     imageJobs,
     async close() {
@@ -156,6 +160,8 @@ export async function openWebhookWork(
     /** Tests inject a resolver (a name resolving to loopback) and may inject a transport. */
     resolve?: HostResolver;
     transport?: WebhookTransport;
+    /** Told how each delivery attempt ended. */
+    metrics?: DomainMetrics;
   },
 ): Promise<WebhookWork> {
   const { connection, log } = deps;
@@ -187,6 +193,7 @@ export async function openWebhookWork(
       allowPrivate: config.WEBHOOK_ALLOW_PRIVATE_URLS,
       scheduleMs: webhookRetrySchedule(config),
       timeoutMs: WEBHOOK_TIMEOUT_MS,
+      metrics: deps.metrics,
     }),
     sweeper: new WebhookSweeper({ outbox, lowCredits, deliveries, queue, publisher }),
     queue,
@@ -211,6 +218,8 @@ export async function openImageWork(
     webhooks: WebhookWork;
     /** Defaults to the configured provider; tests pass their own. */
     provider?: ImageProvider;
+    /** Told of jobs ending and images generated. */
+    metrics?: DomainMetrics;
   },
 ): Promise<ImageWork> {
   const { connection, queue, credits, webhooks } = deps;
@@ -222,6 +231,7 @@ export async function openImageWork(
   const settlement = new JobSettlement({
     jobs: store,
     credits,
+    metrics: deps.metrics,
     // A publish that fails here is redone by the webhook sweep (the job keeps its eventPending flag).
     onEnded: (job) =>
       webhooks.publisher.publishJob(job.id).then(
@@ -237,6 +247,7 @@ export async function openImageWork(
     images,
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     maxAttempts: config.IMAGE_MAX_ATTEMPTS,
+    metrics: deps.metrics,
     // A missed heartbeat is harmless while the next one lands in time; in an outage they all fail.
     log: (msg, extra) => queue.errors.report(extra?.err ?? new Error(msg), 'heartbeat'),
   });

@@ -131,7 +131,6 @@ export class DefinitionResolver {
     @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<LookupResultType> {
-    // The work as an inline arrow, not a named const: tsx keeps names, a cost per request (issue 18).
     return answerOf(await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, () => ctx.services.definitions.lookup(ctx.principal, keyword)));
   }
 }

@@ -120,6 +120,11 @@ export class ImageQueue implements ImageWorkQueue {
     await this.agenda.schedule<GenerateImagePayload>(at, GENERATE_IMAGE, traceparent ? { jobId, index, traceparent } : { jobId, index });
   }
 
+  /** Images waiting for a worker: entries due or scheduled, not locked (image_queue_depth). */
+  depth(): Promise<number> {
+    return this.db.collection(QUEUE_COLLECTION).countDocuments({ name: GENERATE_IMAGE, nextRunAt: { $ne: null }, lockedAt: null });
+  }
+
   async queuedIndexes(jobId: string): Promise<Set<number>> {
     // Live entries: scheduled (nextRunAt set) or running (locked). An entry that failed without a
     // retry has neither and counts as vanished.

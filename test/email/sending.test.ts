@@ -61,7 +61,8 @@ describe('without SMTP_URL', () => {
     const config = loadConfig({ NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://gw.example.com' });
     expect(() => checkGatewayConfig(config)).toThrow(ConfigError);
     expect(() => checkGatewayConfig(config)).toThrow(/SMTP_URL: is required when NODE_ENV=production/);
-    expect(() => checkGatewayConfig(loadConfig({ NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://gw.example.com', SMTP_URL: 'smtps://u:p@mail.example.com' }))).not.toThrow();
+    const complete = { NODE_ENV: 'production', PUBLIC_BASE_URL: 'https://gw.example.com', MONGODB_URI: 'mongodb://db.example/gateway', SMTP_URL: 'smtps://u:p@mail.example.com' };
+    expect(() => checkGatewayConfig(loadConfig(complete))).not.toThrow();
   });
 
   it('SMTP_URL must be smtp:// or smtps://', () => {

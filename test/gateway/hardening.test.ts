@@ -226,7 +226,7 @@ describe('every error body has the contract shape (raw bytes)', () => {
 describe('Host header and image URLs', () => {
   it('NODE_ENV=production needs PUBLIC_BASE_URL or ALLOWED_HOSTS; the message names the variable', async () => {
     const { checkGatewayConfig, loadConfig, ConfigError } = await import('../../src/config.js');
-    const prod = (env: Record<string, string>) => () => checkGatewayConfig(loadConfig({ NODE_ENV: 'production', ...env }));
+    const prod = (env: Record<string, string>) => () => checkGatewayConfig(loadConfig({ NODE_ENV: 'production', MONGODB_URI: 'mongodb://db.example/gateway', SMTP_URL: 'smtp://mail.example.com', ...env }));
     expect(prod({})).toThrow(ConfigError);
     expect(prod({})).toThrow(/^Invalid configuration:\n\s+PUBLIC_BASE_URL: is required when NODE_ENV=production, unless ALLOWED_HOSTS/);
     expect(prod({ PUBLIC_BASE_URL: 'https://api.example.com' })).not.toThrow();
@@ -235,6 +235,14 @@ describe('Host header and image URLs', () => {
     expect(() => loadConfig({ ALLOWED_HOSTS: 'http://api.example.com' })).toThrow(/ALLOWED_HOSTS\S*: must be host names/);
     // Development keeps working without either.
     expect(() => checkGatewayConfig(loadConfig({ NODE_ENV: 'development' }))).not.toThrow();
+  });
+
+  it('NODE_ENV=production needs MONGODB_URI (never the embedded database); every missing variable is named at once', async () => {
+    const { checkGatewayConfig, loadConfig } = await import('../../src/config.js');
+    const prod = (env: Record<string, string>) => () => checkGatewayConfig(loadConfig({ NODE_ENV: 'production', SMTP_URL: 'smtp://mail.example.com', ...env }));
+    expect(prod({ PUBLIC_BASE_URL: 'https://api.example.com' })).toThrow(/^Invalid configuration:\n\s+MONGODB_URI: is required when NODE_ENV=production[^\n]*$/);
+    expect(prod({})).toThrow(/PUBLIC_BASE_URL: is required[^\n]*\n\s+MONGODB_URI: is required/);
+    expect(() => checkGatewayConfig(loadConfig({ NODE_ENV: 'development', PUBLIC_BASE_URL: 'https://api.example.com' }))).not.toThrow();
   });
 
   it('the gateway process refuses to start in production without either, naming PUBLIC_BASE_URL', async () => {

@@ -1,6 +1,7 @@
 import { AppError, UnreachableCaseError, invalid } from '../errors.js';
 import type { CreditBalances } from '../ports.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
+import { noMetrics, type DomainMetrics } from '../metrics.js';
 import type { UsageTag } from '../usage/types.js';
 import type { AccountRecord, AccountStore, ApplyResult } from './records.js';
 import { randomUUID } from 'node:crypto';
@@ -20,6 +21,8 @@ export interface CreditServiceDeps {
    * await (the common case: the balance crossed nothing) is `undefined`, and costs the charge no promise.
    */
   onBalanceChanged?: (accountId: string, balance: number, lowCredits?: { threshold: number; armed: boolean }) => Promise<void> | undefined;
+  /** Told of every charge and refund of usage that applied (a replay under the same op id is not). */
+  metrics?: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
   /** Keys' credit limits (issue 24); without it no charge is held by a key. */
   keyCredits?: KeyCreditStore;
 }
@@ -47,9 +50,11 @@ export interface RefundInfo {
  */
 export class CreditService implements CreditBalances {
   private readonly now: () => Date;
+  private readonly metrics: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
 
   constructor(private readonly deps: CreditServiceDeps) {
     this.now = deps.now ?? (() => new Date());
+    this.metrics = deps.metrics ?? noMetrics;
   }
 
   async createAccount(name: unknown, credits: unknown, actor: AuditActor): Promise<AccountRecord> {
@@ -126,6 +131,7 @@ export class CreditService implements CreditBalances {
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
     const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
     if (alert) await alert.catch(() => undefined);
+    if (result.kind === 'applied' && usage) this.metrics.creditsCharged(usage.service, amount);
     switch (result.kind) {
       case 'applied':
       case 'already_applied':
@@ -147,6 +153,7 @@ export class CreditService implements CreditBalances {
   async refund(accountId: string, amount: number, opId: string | null, info: RefundInfo, usage?: UsageTag, actor?: AuditActor): Promise<void> {
     assertPositive(amount);
     const result = await this.deps.accounts.apply(accountId, amount, opId, usage && { ...usage, at: this.now() });
+    if (result.kind === 'applied' && usage) this.metrics.creditsRefunded(usage.service, amount);
     await this.audited(result, 'credits.refunded', accountId, amount, opId, info, actor ?? { actor: 'system', ip: null, host: this.deps.host });
     // The key that paid gets them back too (a no-op for a key without a limit). After the account's
     // refund, and once per op on the key: a retried refund (same op) heals a crash in between.

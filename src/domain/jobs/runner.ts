@@ -1,6 +1,7 @@
 import type { ImageProvider } from '../../providers/images/types.js';
 import { isRetryableError } from '../../providers/images/types.js';
 import type { ImageStore } from '../../storage/types.js';
+import { noMetrics, type DomainMetrics } from '../metrics.js';
 import type { JobCredits, JobStore, JobSummary } from './records.js';
 import { JobSettlement } from './settlement.js';
 
@@ -16,6 +17,8 @@ export interface ImageRunnerDeps {
   /** Refunds and the end of jobs; default: one on `jobs` and `credits`. */
   settlement?: JobSettlement;
   log?: (msg: string, extra?: Record<string, unknown>) => void;
+  /** Told how each generation this runner recorded ended, and how long the provider took. */
+  metrics?: Pick<DomainMetrics, 'imageGenerated'>;
 }
 
 /** How a run ended, for the queue door: `retry` asks for a later run (with backoff). */
@@ -46,9 +49,11 @@ export interface RunLease {
  */
 export class ImageRunner {
   readonly settlement: JobSettlement;
+  private readonly metrics: Pick<DomainMetrics, 'imageGenerated'>;
 
   constructor(private readonly deps: ImageRunnerDeps) {
     this.settlement = deps.settlement ?? new JobSettlement({ jobs: deps.jobs, credits: deps.credits });
+    this.metrics = deps.metrics ?? noMetrics;
   }
 
   async run(jobId: string, index: number, lease: RunLease = {}): Promise<RunOutcome> {
@@ -69,8 +74,11 @@ export class ImageRunner {
     const signal = lease.signal ? AbortSignal.any([lease.signal, abort.signal]) : abort.signal;
     const stopHeartbeat = this.startHeartbeat(jobId, index, attempt, lease, abort);
     let fileId: string | null = null;
+    const started = performance.now();
+    let seconds = 0;
     try {
       const generated = await this.deps.provider.generate(image.prompt, { signal });
+      seconds = (performance.now() - started) / 1000;
       const stored = await this.deps.images.put({ jobId, index, attempt }, generated);
       fileId = stored.fileId;
       stopHeartbeat();
@@ -79,10 +87,12 @@ export class ImageRunner {
         await this.deps.images.delete(stored.fileId);
         return { kind: 'skipped', reason: 'attempt superseded before completion' };
       }
+      this.metrics.imageGenerated('succeeded', seconds);
       await this.settlement.finalizeIfDone(after.job);
       return { kind: 'succeeded' };
     } catch (err) {
       stopHeartbeat();
+      if (seconds === 0) seconds = (performance.now() - started) / 1000;
       if (fileId) await this.deps.images.delete(fileId).catch(() => undefined);
       const message = errorText(err);
       if (isRetryableError(err) && attempt < this.deps.maxAttempts) {
@@ -93,18 +103,21 @@ export class ImageRunner {
           await this.settlement.cancelImage(jobId, index, null);
           return { kind: 'skipped', reason: 'job canceled' };
         }
+        this.metrics.imageGenerated('retried', seconds);
         return { kind: 'retry', error: message };
       }
-      if (isProviderOutcome(err)) return this.fail(claimed.job, index, attempt, message);
+      if (isProviderOutcome(err)) return this.fail(claimed.job, index, attempt, message, seconds);
       // Infrastructure fault (database, storage): give the image back and let the queue retry.
       await jobs.releaseImage(jobId, index, attempt, message, new Date()).catch(() => undefined);
       throw err;
     }
   }
 
-  private async fail(job: JobSummary, index: number, attempt: number, message: string): Promise<RunOutcome> {
+  /** `seconds`: the provider's time, when it was asked (not for an image out of attempts). */
+  private async fail(job: JobSummary, index: number, attempt: number, message: string, seconds?: number): Promise<RunOutcome> {
     const after = await this.deps.jobs.failImage(job.id, index, attempt, message, new Date());
     if (!after) return { kind: 'skipped', reason: 'attempt superseded before failing' };
+    this.metrics.imageGenerated('failed', seconds);
     await this.settlement.refundImage(after.job, index, 'image generation failed');
     return { kind: 'failed', error: message };
   }

@@ -1,3 +1,4 @@
+import type { DomainMetrics } from '../metrics.js';
 import { costOf } from '../operations/catalog.js';
 import { sourceOf } from '../principal.js';
 import type { JobCredits, JobRecord, JobStore, JobSummary } from './records.js';
@@ -11,6 +12,8 @@ export interface JobSettlementDeps {
    * failure here fails nothing: the job keeps its pending event and the webhook sweep publishes it.
    */
   onEnded?: (job: JobRecord) => Promise<void>;
+  /** Told of every job that ended, once (by the caller whose guarded update ended it). */
+  metrics?: Pick<DomainMetrics, 'imageJobFinished'>;
 }
 
 /** Why an image's credit went back, as its refund's audit entry says. */
@@ -73,7 +76,10 @@ export class JobSettlement {
     if (ended !== job.totalImages || job.creditsRefunded !== refunded) return null;
     const status: FinalJobStatus = job.cancelRequestedAt ? 'canceled' : job.succeededImages > 0 ? 'completed' : 'failed';
     const endedJob = await this.deps.jobs.finalize(job.id, status, new Date());
-    if (endedJob) await this.deps.onEnded?.(endedJob).catch(() => undefined);
+    if (endedJob) {
+      this.deps.metrics?.imageJobFinished(status);
+      await this.deps.onEnded?.(endedJob).catch(() => undefined);
+    }
     return endedJob;
   }
 }

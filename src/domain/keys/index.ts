@@ -23,6 +23,8 @@ export interface KeyServicesDeps {
   rateLimits?: RateLimitCounter;
   /** The rate limit's clock (ms), for tests; default Date.now. */
   rateLimitNow?: () => number;
+  /** Told of every request the rate limit refuses (rate_limited_requests_total). */
+  onRateLimited?: () => void;
   onBackgroundError?: (err: unknown) => void;
 }
 
@@ -57,7 +59,7 @@ export function createKeyServices(deps: KeyServicesDeps): KeyServices {
   });
   const perMinute = deps.rateLimitPerMinute ?? 0;
   if (perMinute > 0 && !deps.rateLimits) throw new Error('a rate limit needs its shared counter (rateLimits)');
-  const limiter = new RateLimiter({ counter: deps.rateLimits ?? noCounter, perMinute, now: deps.rateLimitNow });
+  const limiter = new RateLimiter({ counter: deps.rateLimits ?? noCounter, perMinute, now: deps.rateLimitNow, onRefused: deps.onRateLimited });
   const authenticator = new ApiKeyAuthenticator({ verifier, limiter, lastUsed, revocations });
   return {
     manager,

@@ -43,7 +43,7 @@ export function windowAt(nowMs: number): { start: number; resetSeconds: number }
 export class RateLimiter {
   private readonly now: () => number;
 
-  constructor(private readonly deps: { counter: RateLimitCounter; perMinute: number; now?: () => number }) {
+  constructor(private readonly deps: { counter: RateLimitCounter; perMinute: number; now?: () => number; onRefused?: () => void }) {
     this.now = deps.now ?? Date.now;
   }
 
@@ -69,6 +69,7 @@ export class RateLimiter {
     // Kept one window past its end, so a slow clock on another instance still finds it.
     const expiresAt = new Date(window.start + 2 * RATE_LIMIT_WINDOW_MS);
     const { accepted, count } = await this.deps.counter.add(keyId, new Date(window.start), cost, limit, expiresAt);
+    if (!accepted) this.deps.onRefused?.();
     return { ok: accepted, limit, remaining: Math.max(0, limit - count), resetSeconds: window.resetSeconds };
   }
 }

@@ -1,4 +1,5 @@
 import { isAppError } from '../errors.js';
+import type { DomainMetrics } from '../metrics.js';
 import type { AttemptResult, DeliveryRecord, DeliveryStore, EndpointStore, HostResolver, SendOutcome, WebhookTransport } from './ports.js';
 import { signedHeaders } from './signing.js';
 import { allowedAddresses } from './url-policy.js';
@@ -14,6 +15,8 @@ export interface WebhookDelivererDeps {
   /** A 2xx within this acknowledges (the contract: 15 s). */
   timeoutMs: number;
   now?: () => Date;
+  /** Told how each recorded attempt ended. */
+  metrics?: Pick<DomainMetrics, 'webhookDelivery'>;
 }
 
 /** How an attempt ended, for the queue door. */
@@ -82,9 +85,13 @@ export class WebhookDeliverer {
         : { attempt, status: 'pending', nextAttemptAt: new Date(at.getTime() + delay) };
     // A hold lost meanwhile (this attempt outlived it): the other attempt records its own outcome.
     if (!(await this.deps.deliveries.record(delivery.id, lockUntil, result))) return { kind: 'skipped' };
-    if (ok) return { kind: 'delivered' };
-    const reason = attempt.error ?? `HTTP ${attempt.statusCode}`;
-    return result.nextAttemptAt ? { kind: 'retry', at: result.nextAttemptAt, reason } : { kind: 'gave_up', reason };
+    const outcome: AttemptOutcome = ok
+      ? { kind: 'delivered' }
+      : result.nextAttemptAt
+        ? { kind: 'retry', at: result.nextAttemptAt, reason: attempt.error ?? `HTTP ${attempt.statusCode}` }
+        : { kind: 'gave_up', reason: attempt.error ?? `HTTP ${attempt.statusCode}` };
+    this.deps.metrics?.webhookDelivery(outcome.kind);
+    return outcome;
   }
 
   private now(): Date {

@@ -11,7 +11,12 @@
  *    cost / token limit, or a request without a CSRF-safe header; 405 for a mutation over GET;
  *    413 for a body over BODY_LIMIT_BYTES; 415 for a non-JSON POST.
  */
-import { ApolloServer, type ApolloServerPlugin, type GraphQLRequestContextDidResolveOperation } from '@apollo/server';
+import {
+  ApolloServer,
+  type ApolloServerPlugin,
+  type GraphQLRequestContextDidResolveOperation,
+  type GraphQLRequestContextWillSendResponse,
+} from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -24,6 +29,7 @@ import { AppError } from '../../domain/errors.js';
 import { preflightRoute } from '../../edge/cors.js';
 import { rateLimitHeaders } from '../../edge/rate-limit-headers.js';
 import { errorHeaders, logLevelOf, toAppError } from '../../edge/errors.js';
+import type { TransportMetrics } from '../../edge/metrics.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql/errors.js';
 import type { BaseUrlOf } from '../routes/types.js';
@@ -34,7 +40,15 @@ import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
   app: FastifyInstance,
-  opts: { path: string; config: Config; services: GraphQLServices; admission: OperationAdmission; execution: Execution; baseUrlOf: BaseUrlOf },
+  opts: {
+    path: string;
+    config: Config;
+    services: GraphQLServices;
+    admission: OperationAdmission;
+    execution: Execution;
+    baseUrlOf: BaseUrlOf;
+    metrics?: Pick<TransportMetrics, 'graphqlOperation'>;
+  },
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
   const apollo = new ApolloServer<GraphQLContext>({
@@ -59,6 +73,7 @@ export async function registerHttpDoor(
       // is what stops Apollo; Fastify drains its own connections.
       logMaskedErrors(app.log),
       admitOperations(opts.admission),
+      ...(opts.metrics ? [countOperations(opts.metrics)] : []),
       // No landing page: Apollo's loads a web IDE from a CDN; the console serves an explorer instead.
       ApolloServerPluginLandingPageDisabled(),
       // No cache hints (every operation is per caller and charged): without this default plugin Apollo
@@ -130,6 +145,17 @@ function admitOperations(admission: OperationAdmission): ApolloServerPlugin<Grap
       // Apollo parsed, validated and resolved the operation before this hook: only a refusal remains.
       if (admitted.kind === 'refused') throw toRequestError(admitted.error);
       throw new Error(`admission found an operation Apollo validated invalid: ${admitted.errors[0]?.message}`);
+    },
+  };
+  return { requestDidStart: async () => listener };
+}
+
+/** graphql_operations_total: each operation Apollo answered, by type (unknown: it did not parse or validate). */
+function countOperations(metrics: Pick<TransportMetrics, 'graphqlOperation'>): ApolloServerPlugin<GraphQLContext> {
+  const listener = {
+    async willSendResponse({ operation, errors, response }: GraphQLRequestContextWillSendResponse<GraphQLContext>) {
+      const fieldErrors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+      metrics.graphqlOperation(operation?.operation ?? 'unknown', errors?.length || fieldErrors?.length ? 'error' : 'ok');
     },
   };
   return { requestDidStart: async () => listener };

@@ -10,6 +10,7 @@ import type { FastifyInstance } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../../config.js';
 import { createCredentials, type Credentials } from '../../edge/credentials.js';
+import type { TransportMetrics } from '../../edge/metrics.js';
 import { hostPolicy, type HostPolicy } from '../../edge/host.js';
 import type { GraphQLServices } from '../../graphql/context.js';
 import type { BaseUrlOf } from '../routes/types.js';
@@ -38,6 +39,8 @@ export interface GraphQLDoorOptions {
   hostAllowed?: HostPolicy;
   /** True while the database is known down: upgrades and socket operations are refused at once. */
   databaseDown?: () => boolean;
+  /** Told of every operation (HTTP and WebSocket) and every WebSocket opened and closed. */
+  metrics?: Pick<TransportMetrics, 'graphqlOperation' | 'websocketOpened' | 'websocketClosed'>;
 }
 
 /** Registers `/graphql` (HTTP and WebSocket) on `app`. Call before `app.listen()`/`app.ready()`. */
@@ -48,7 +51,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   const credentials = opts.credentials ?? createCredentials({ keys: services.keys });
   // One admission for both transports: the catalog's permissions and rate units, the credential, the caps.
   const admission = operationAdmission({ execution, credentials });
-  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, admission, execution, baseUrlOf });
+  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, admission, execution, baseUrlOf, metrics: opts.metrics });
   const sockets = attachSocketDoor(app, {
     path: GRAPHQL_PATH,
     config,
@@ -59,6 +62,7 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
     baseUrlOf,
     hostAllowed: opts.hostAllowed ?? hostPolicy(undefined),
     databaseDown: opts.databaseDown ?? (() => false),
+    metrics: opts.metrics,
   });
 
   let socketsClosing: Promise<void> | undefined;

@@ -7,13 +7,14 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { ExecutionArgs, ExecutionResult, GraphQLError } from 'graphql';
+import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
 import { refuseConnection } from '../../edge/client-errors.js';
 import type { Credentials } from '../../edge/credentials.js';
+import type { TransportMetrics } from '../../edge/metrics.js';
 import { SocketCallers, upgradeRefusal, type SocketCaller } from '../../edge/sockets.js';
 import type { HostPolicy } from '../../edge/host.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
@@ -43,6 +44,7 @@ export interface SocketDoorOptions {
   baseUrlOf: BaseUrlOf;
   hostAllowed: HostPolicy;
   databaseDown: () => boolean;
+  metrics?: Pick<TransportMetrics, 'graphqlOperation' | 'websocketOpened' | 'websocketClosed'>;
 }
 
 export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions): { close(): Promise<void> } {
@@ -51,6 +53,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
   const wss = new WebSocketServer({ noServer: true, maxPayload: config.BODY_LIMIT_BYTES });
   const callers = new SocketCallers({ credentials: opts.credentials, databaseDown: opts.databaseDown, log, maxSubscriptions: config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET });
   const caps = subscriptionCaps(config);
+  const metrics = opts.metrics;
 
   const server = useServer<Record<string, unknown>, { conn: Connection }>(
     {
@@ -61,8 +64,10 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         if (!caller) return false;
         const conn: Connection = { caller, connectionId: randomUUID(), subscriptions: new Set(), keyId: capsKeyOf(caller.principal) };
         extra.conn = conn;
+        metrics?.websocketOpened();
         // graphql-ws returns every open subscription on close; their places under the caps go now.
         extra.socket.once('close', () => {
+          metrics?.websocketClosed();
           for (const id of [...conn.subscriptions]) caps.release(conn, id);
         });
         return true;
@@ -96,10 +101,20 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
           }),
         };
       },
+      // Admitted operations: a query or mutation by its result, a subscription as it starts.
+      onOperation: metrics
+        ? (_ctx, _id, _payload, args, result) => {
+            const type = getOperationAST(args.document, args.operationName)?.operation ?? 'unknown';
+            const failed = !(Symbol.asyncIterator in (result as object)) && Boolean((result as ExecutionResult).errors?.length);
+            metrics.graphqlOperation(type, failed ? 'error' : 'ok');
+          }
+        : undefined,
       onNext(_ctx, _id, _payload, args, result) {
         return formatResult(result as ExecutionResult, (args.contextValue as GraphQLContext).requestId, execution.formatError, log);
       },
-      onError(ctx, id, _payload, errors) {
+      // Refused before execution (syntax, validation, credential, rate limit, caps).
+      onError(ctx, id, payload, errors) {
+        metrics?.graphqlOperation(operationTypeOf(payload.query), 'error');
         const requestId = `${(ctx.extra as WsExtra).conn?.connectionId}/${id}`;
         return errors.map((e) => formatAndLog(e, requestId, execution.formatError, log));
       },
@@ -148,4 +163,10 @@ function formatResult(result: ExecutionResult, requestId: string, formatError: E
 
 function isEncrypted(req: IncomingMessage): boolean {
   return Boolean((req.socket as { encrypted?: boolean }).encrypted);
+}
+
+/** The type of an operation that may not parse: its first keyword (the shorthand `{ … }` is a query). */
+function operationTypeOf(query: string): string {
+  const keyword = /^\s*(query|mutation|subscription)\b/.exec(query)?.[1];
+  return keyword ?? (/^\s*\{/.test(query) ? 'query' : 'unknown');
 }

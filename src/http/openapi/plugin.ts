@@ -13,8 +13,8 @@ import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { createJsonSchemaTransform } from 'fastify-type-provider-zod';
+import { VERSION } from '../../version.js';
 
-const { version } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 const contrastCss = readFileSync(new URL('./docs-contrast.css', import.meta.url), 'utf8');
 
 export const DOCS_PREFIX = '/docs';
@@ -51,7 +51,7 @@ export async function registerOpenApi(app: FastifyInstance, opts: { publicBaseUr
       openapi: '3.1.1',
       info: {
         title: 'credit-gateway REST API',
-        version,
+        version: VERSION,
         description:
           'Image generation and dictionary definitions, paid in credits. Authenticate with an API key: `Authorization: Bearer wi_live_…`. ' +
           'Errors are JSON `{error, code, requestId}`; checks run in the order 401 → 400 → 402 → work. GraphQL (`/graphql`) is described by its own schema.',
