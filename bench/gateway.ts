@@ -16,6 +16,7 @@
 // rounds, so drift hits all alike. BENCH_BUILD (bench/build.ts): dist, the compiled build (default;
 // built first if missing or stale), tsx, the sources through tsx, or compare: both, scenarios 1-3 on a
 // gateway of each kind, interleaved.
+// BENCH_TRACING=1 adds one more: the lookup of 1 on a gateway with tracing on (spans sent to a sink).
 // Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
 // BENCH_CONCURRENCY (32 connections), MONGODB_URI (a real database instead of the embedded one).
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -132,8 +133,8 @@ async function client(): Promise<void> {
   }
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  const startGateway = async (env: Record<string, string>, serverBuild: 'dist' | 'tsx' = build === 'tsx' ? 'tsx' : 'dist') => {
-    const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', self, '--server'], {
+  const startGateway = async (env: Record<string, string>, serverBuild: 'dist' | 'tsx' = build === 'tsx' ? 'tsx' : 'dist', preload: string[] = []) => {
+    const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', ...preload, self, '--server'], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'inherit'],
       // Production refuses to start without SMTP_URL; the bench sends no mail (the transport connects only to send).
@@ -149,6 +150,9 @@ async function client(): Promise<void> {
   const limited = await startGateway({ RATE_LIMIT_PER_MINUTE: '1000000000' });
   const withMetrics = await startGateway({ BENCH_METRICS: '1' });
   const viaTsx = build === 'compare' ? await startGateway({}, 'tsx') : undefined;
+  // BENCH_TRACING=1: one more gateway with tracing on (every span exported over OTLP/HTTP to a sink
+  // in this process), for the cost of tracing: scenario 6 against scenario 1.
+  const traced = process.env.BENCH_TRACING ? await startGateway({ OTEL_EXPORTER_OTLP_ENDPOINT: await otlpSink() }, undefined, ['--import', './src/tracing/gateway.ts']) : undefined;
   const gw = gateway.child;
   console.log(`build measured: ${build === 'compare' ? 'compiled (dist/) and tsx, interleaved' : build === 'tsx' ? 'the sources through tsx' : 'compiled (dist/)'}`);
   console.log(`gateway: 127.0.0.1:${gateway.port}, key cache ${gateway.keyFeed === 'changestream' ? 'on (change stream)' : 'off (polling)'}`);
@@ -172,6 +176,7 @@ async function client(): Promise<void> {
           { name: 'bare route + 1 guarded update (tsx)', path: '/bench/db', gw: viaTsx },
         ]
       : []),
+    ...(traced ? [{ name: 'POST /api/playground/query, tracing on', path: '/api/playground/query', gw: traced }] : []),
   ];
   // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
   const only = process.env.BENCH_ONLY;
@@ -339,4 +344,15 @@ async function firstLine(child: ChildProcess, match: (line: string) => boolean):
       if (match(line)) resolve(line);
     });
   });
+}
+
+/** An OTLP/HTTP endpoint that takes every export and keeps nothing (BENCH_TRACING). */
+async function otlpSink(): Promise<string> {
+  const sink = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end());
+  });
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  sink.unref();
+  return `http://127.0.0.1:${(sink.address() as { port: number }).port}`;
 }

@@ -5,8 +5,8 @@ set -eu
 role="${1:-gateway}"
 [ "$#" -gt 0 ] && shift
 case "$role" in
-  gateway) exec node --enable-source-maps dist/src/main.js "$@" ;;
-  worker) exec node --enable-source-maps dist/workers/main.js "$@" ;;
+  gateway) exec node --enable-source-maps --import ./dist/src/tracing/gateway.js dist/src/main.js "$@" ;;
+  worker) exec node --enable-source-maps --import ./dist/src/tracing/worker.js dist/workers/main.js "$@" ;;
   cli) exec node --enable-source-maps bin/gateway-cli.js "$@" ;;
   *)
     echo "usage: gateway | worker | cli <command> [options] (got \"$role\")" >&2
