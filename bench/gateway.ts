@@ -9,7 +9,9 @@
 //     (RATE_LIMIT_PER_MINUTE=1000000000: counted in MongoDB, nothing refused), against 1 (limit off);
 //  5. route 3 with the charge's whole update: usage counters included (what the database does for a
 //     lookup, so that the gateway's own work can be told from the metered update's database cost);
-//  6. the lookup of 1 on a third gateway process with Prometheus metrics on (what METRICS_PORT costs);
+//  6. the lookup of 1 with a key that has a credit limit (issue 24: the key's reservation and its
+//     confirmation, and the account's op id recorded and settled), against 1 (a key without one);
+//  7. the lookup of 1 on a third gateway process with Prometheus metrics on (what METRICS_PORT costs);
 // and the ratio 1 / 3: the target is ≥ 85% on the compiled build (issue 26). Scenarios alternate in
 // rounds, so drift hits all alike. BENCH_BUILD (bench/build.ts): dist, the compiled build (default;
 // built first if missing or stale), tsx, the sources through tsx, or compare: both, scenarios 1-3 on a
@@ -54,6 +56,8 @@ async function server(): Promise<void> {
   const actor = { actor: 'bench', ip: null, host: 'bench' };
   const account = await services.credits.createAccount('bench', 1_000_000_000, actor);
   const key = await services.keys.create(account.id, 'bench', actor);
+  // The same account's second key, with a credit limit no run can reach: every lookup reserves on it.
+  const capped = await services.keys.create(account.id, 'bench capped', actor, { creditLimit: 1_000_000_000 });
   const raw = await services.credits.createAccount('bench raw', 1_000_000_000, actor);
   const accounts = connection.db!.collection('accounts');
   const { ObjectId } = await import('mongodb');
@@ -89,7 +93,7 @@ async function server(): Promise<void> {
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
-  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, keyFeed: services.keyFeedState() })}\n`);
+  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, cappedKey: capped.key, keyFeed: services.keyFeedState() })}\n`);
   process.on('SIGTERM', () => {
     void app
       .close()
@@ -135,7 +139,7 @@ async function client(): Promise<void> {
       env: { ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', BENCH_SERVER_BUILD: serverBuild, ...env },
     });
     children.push(child);
-    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; keyFeed: string };
+    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; cappedKey: string; keyFeed: string };
     return { child, ...ready };
   };
   const gateway = await startGateway({});
@@ -152,12 +156,13 @@ async function client(): Promise<void> {
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const words = ['serendipity', 'dog', 'tree', 'running', 'ocean', 'happier', 'light', 'house', 'qzxvbnmw', 'computer'];
-  const all = [
+  const all: { name: string; path: string; gw: typeof gateway; key?: string }[] = [
     { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query', gw: gateway },
     { name: 'bare route', path: '/bench/bare', gw: gateway },
     { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db', gw: gateway },
     { name: 'POST /api/playground/query, rate limit on', path: '/api/playground/query', gw: limited },
     { name: 'bare route + the charge\'s metered update', path: '/bench/metered', gw: gateway },
+    { name: 'POST /api/playground/query, capped key', path: '/api/playground/query', gw: gateway, key: gateway.cappedKey },
     { name: 'POST /api/playground/query, metrics on', path: '/api/playground/query', gw: withMetrics },
     ...(viaTsx
       ? [
@@ -173,7 +178,7 @@ async function client(): Promise<void> {
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
   const measure = async (s: (typeof all)[number], secs: number): Promise<Result> => {
     const [g0, d0] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
-    const res = await load(s.gw.port, s.path, s.gw.key, words, agent, concurrency, secs);
+    const res = await load(s.gw.port, s.path, s.key ?? s.gw.key, words, agent, concurrency, secs);
     const [g1, d1] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
     return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
   };
@@ -229,7 +234,15 @@ async function client(): Promise<void> {
     );
   }
 
-  const metricsOn = rows[5];
+  const capped = rows[5];
+  if (capped) {
+    console.log(
+      `key credit limit: ${capped.rps.toFixed(0)} lookups/s with a capped key vs ${off.rps.toFixed(0)} without (${((capped.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
+        `gateway ${(capped.gwUs - off.gwUs).toFixed(0)} µs, database ${(capped.dbUs - off.dbUs).toFixed(0)} µs CPU more per lookup`,
+    );
+  }
+
+  const metricsOn = rows[6];
   if (metricsOn) {
     const cost = 1 - metricsOn.rps / off.rps;
     console.log(
@@ -237,11 +250,11 @@ async function client(): Promise<void> {
         `${cost <= METRICS_COST_TARGET ? 'met' : 'NOT met'}); gateway ${(metricsOn.gwUs - off.gwUs).toFixed(0)} µs CPU more per lookup`,
     );
   }
-  if (rows[8]) {
-    const tsxRatio = rows[6]!.rps / rows[8].rps;
+  if (rows[9]) {
+    const tsxRatio = rows[7]!.rps / rows[9].rps;
     console.log(
       `tsx: full lookup / bare route + DB round trip = ${(tsxRatio * 100).toFixed(1)}% (compiled: ${(ratio * 100).toFixed(1)}%); ` +
-        `lookup ${rows[6]!.gwUs.toFixed(0)} µs CPU through tsx vs ${rows[0]!.gwUs.toFixed(0)} compiled`,
+        `lookup ${rows[7]!.gwUs.toFixed(0)} µs CPU through tsx vs ${rows[0]!.gwUs.toFixed(0)} compiled`,
     );
   }
   console.log(`node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs`);

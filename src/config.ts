@@ -61,6 +61,13 @@ const schema = z
     PORT: int(4000, 0, 65535),
     HOST: z.string().min(1).default('0.0.0.0'),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /**
+     * OpenTelemetry: set, traces go out over OTLP/HTTP (the SDK reads this and the other OTEL_*
+     * variables itself); unset, tracing is off and its SDK is never loaded (src/tracing/).
+     */
+    OTEL_EXPORTER_OTLP_ENDPOINT: url.optional(),
+    /** Unset: `credit-gateway` or `credit-gateway-worker`, by process. */
+    OTEL_SERVICE_NAME: z.string().min(1).optional(),
     /** Unset: an embedded MongoDB-compatible server is started (development and tests only). */
     MONGODB_URI: z.string().regex(/^mongodb(\+srv)?:\/\//, 'must start with mongodb:// or mongodb+srv://').optional(),
     /** Where the embedded database keeps its files when MONGODB_URI is unset. */

@@ -16,6 +16,7 @@ import { buildApp } from './http/app.js';
 import { PrometheusMetrics } from './metrics/prometheus.js';
 import { startMetricsServer, type MetricsServer } from './metrics/server.js';
 import { buildServices, type Services } from './services.js';
+import { flushTraces } from './tracing/context.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../workers/image-worker.js';
 
 async function main(): Promise<void> {
@@ -103,6 +104,7 @@ async function main(): Promise<void> {
       await connection.close();
       await embedded?.stop();
       app.log.info({ signal }, 'shut down');
+      await flushTraces();
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');

@@ -30,6 +30,10 @@ import { Idempotency } from './domain/idempotency/service.js';
 import { SessionService } from './domain/console/sessions.js';
 import { SignInService } from './domain/console/signin.js';
 import { UserService } from './domain/console/users.js';
+import { MemberSessions } from './domain/team/callers.js';
+import { Invitations } from './domain/team/invitations.js';
+import { TeamService } from './domain/team/members.js';
+import { MongoTeamStore } from './data/team.js';
 import { CreditService } from './domain/credits/service.js';
 import { LayeredDefinitionCache } from './domain/definitions/cache.js';
 import { DefinitionLookup } from './domain/definitions/service.js';
@@ -70,6 +74,12 @@ export interface ConsoleServices {
   readonly users: UserService;
   readonly sessions: SessionService;
   readonly signIn: SignInService;
+  /** Members, roles, the last-owner rule and the two-factor requirement of an account. */
+  readonly team: TeamService;
+  /** Every console request's session and the caller's role in its current account (the edge asks it). */
+  readonly callers: MemberSessions;
+  /** Invitation links: send, list, revoke, accept. */
+  readonly invitations: Invitations;
   readonly signUp: SignUpService;
   readonly passwords: PasswordService;
   /** TOTP second factor; `isEnabled(userId)` tells whether a user has it. */
@@ -238,9 +248,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     sessions: sessionStore,
     limits: { idleMs: config.CONSOLE_SESSION_IDLE_MINUTES * 60_000, absoluteMs: config.CONSOLE_SESSION_MAX_HOURS * 3_600_000 },
   });
-  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore });
-  const links = new LinkTokens({ store: linkStore });
   const emailThrottle = new EmailThrottle({ store: emailThrottleStore });
+  const links = new LinkTokens({ store: linkStore });
+  const teamStore = new MongoTeamStore(connection);
+  const team = new TeamService({ memberships: teamStore, accounts: teamStore, endSessions: (userId, accountId) => sessions.endForMember(userId, accountId), audit: auditStore });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team });
   const credentialStore = new MongoCredentialStore(connection);
   const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
   const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
@@ -251,6 +263,19 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     twoFactor,
+    team,
+    callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
+    invitations: new Invitations({
+      links,
+      sender: emailSender,
+      throttle: emailThrottle,
+      team,
+      memberships: teamStore,
+      accounts: teamStore,
+      users: userStore,
+      hasher,
+      audit: auditStore,
+    }),
   };
 
   const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });

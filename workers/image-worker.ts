@@ -4,6 +4,7 @@ import type { ImageRunner } from '../src/domain/jobs/runner.js';
 import type { JobSweeper } from '../src/domain/jobs/sweep.js';
 import type { KeySweeper } from '../src/domain/keys/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
+import { inSpan } from '../src/tracing/context.js';
 import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
 import { defineWebhookHandlers, scheduleWebhookSweep, type WebhookHandlerDeps } from './webhook-worker.js';
 
@@ -81,30 +82,33 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
         log.error({ entry: String(job.attrs._id), data: job.attrs.data }, 'dropping malformed image queue entry');
         return;
       }
-      const { jobId, index } = parsed.data;
-      const outcome = await runner.run(jobId, index, {
-        lockedAt: job.attrs.lockedAt ?? undefined,
-        // Agenda gives up on a run whose lock it saw expire (an outage): touch() would only throw then.
-        // The image's own heartbeat still guards it; the entry is retaken after its lock expires.
-        renew: async () => {
-          if (!job.getCanceledMessage()) await job.touch();
-        },
+      const { jobId, index, traceparent } = parsed.data;
+      // One span per image, in the trace of the request that created the job.
+      await inSpan('image.generate', traceparent, { 'job.id': jobId, 'image.index': index }, async () => {
+        const outcome = await runner.run(jobId, index, {
+          lockedAt: job.attrs.lockedAt ?? undefined,
+          // Agenda gives up on a run whose lock it saw expire (an outage): touch() would only throw then.
+          // The image's own heartbeat still guards it; the entry is retaken after its lock expires.
+          renew: async () => {
+            if (!job.getCanceledMessage()) await job.touch();
+          },
+        });
+        switch (outcome.kind) {
+          case 'succeeded':
+          case 'skipped':
+            return;
+          case 'failed':
+            log.info({ jobId, index, error: outcome.error }, 'image failed and was refunded');
+            return;
+          case 'retry':
+            throw new RetryLater(outcome.error);
+          case 'busy':
+            await queue.enqueueAt(jobId, index, outcome.retryAt);
+            return;
+          default:
+            throw new UnreachableCaseError(outcome);
+        }
       });
-      switch (outcome.kind) {
-        case 'succeeded':
-        case 'skipped':
-          return;
-        case 'failed':
-          log.info({ jobId, index, error: outcome.error }, 'image failed and was refunded');
-          return;
-        case 'retry':
-          throw new RetryLater(outcome.error);
-        case 'busy':
-          await queue.enqueueAt(jobId, index, outcome.retryAt);
-          return;
-        default:
-          throw new UnreachableCaseError(outcome);
-      }
     },
     {
       concurrency: opts.concurrency,

@@ -13,13 +13,16 @@ import type { Logger } from '../src/domain/logger.js';
 import { PrometheusMetrics } from '../src/metrics/prometheus.js';
 import { startMetricsServer, type MetricsServer } from '../src/metrics/server.js';
 import { describeError } from '../src/queue/queue-errors.js';
+import { activeTraceId, flushTraces } from '../src/tracing/context.js';
 import { startConfiguredImageWorker, type RunningWorker } from './image-worker.js';
 import { buildWorkerServices, type WorkerServices } from './services.js';
 
 function jsonLogger(level: string): Logger {
   const quiet = level === 'silent' || level === 'fatal' || level === 'error';
   const write = (lvl: string) => (obj: object, msg?: string) => {
-    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, pid: process.pid, msg, ...obj })}\n`);
+    // While tracing is on, a line written inside a span names its trace.
+    const traceId = activeTraceId();
+    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, pid: process.pid, msg, ...(traceId ? { trace_id: traceId } : {}), ...obj })}\n`);
   };
   return {
     info: quiet || level === 'warn' ? () => {} : write('info'),
@@ -87,6 +90,7 @@ async function main(): Promise<void> {
       // force: with the database down there is nothing to end gracefully.
       await cleanup(connection.close(connection.readyState !== 1), 'closing the database connection', log);
       log.info({}, 'worker stopped');
+      await cleanup(flushTraces(), 'sending the last traces', log);
       process.exit(0);
     } catch (err) {
       log.error({ err: describeError(err) }, 'worker shutdown failed');

@@ -1,5 +1,6 @@
 import type { Agenda, Job } from 'agenda';
 import { UnreachableCaseError } from '../src/domain/errors.js';
+import { inSpan } from '../src/tracing/context.js';
 import type { Logger } from '../src/domain/logger.js';
 import type { WebhookDeliverer } from '../src/domain/webhooks/deliverer.js';
 import type { WebhookSweeper } from '../src/domain/webhooks/sweep.js';
@@ -27,22 +28,25 @@ export function defineWebhookHandlers(agenda: Agenda, webhooks: WebhookHandlerDe
         log.error({ entry: String(job.attrs._id), data: job.attrs.data }, 'dropping malformed webhook queue entry');
         return;
       }
-      const { deliveryId } = parsed.data;
-      const outcome = await webhooks.deliverer.attempt(deliveryId);
-      switch (outcome.kind) {
-        case 'delivered':
-        case 'skipped':
-          return;
-        case 'retry':
-          // Lost if this process dies right here: the delivery is still pending and due, so the sweep requeues it.
-          await webhooks.queue.enqueue(deliveryId, outcome.at);
-          return;
-        case 'gave_up':
-          log.info({ deliveryId, reason: outcome.reason }, 'webhook delivery failed for good');
-          return;
-        default:
-          throw new UnreachableCaseError(outcome);
-      }
+      const { deliveryId, traceparent } = parsed.data;
+      // In the trace of the event's cause; the request to the endpoint carries it on (traceparent).
+      await inSpan('webhook.deliver', traceparent, { 'webhook.delivery.id': deliveryId }, async () => {
+        const outcome = await webhooks.deliverer.attempt(deliveryId);
+        switch (outcome.kind) {
+          case 'delivered':
+          case 'skipped':
+            return;
+          case 'retry':
+            // Lost if this process dies right here: the delivery is still pending and due, so the sweep requeues it.
+            await webhooks.queue.enqueue(deliveryId, outcome.at);
+            return;
+          case 'gave_up':
+            log.info({ deliveryId, reason: outcome.reason }, 'webhook delivery failed for good');
+            return;
+          default:
+            throw new UnreachableCaseError(outcome);
+        }
+      });
     },
     // An attempt waits up to 15 s on a receiver: the lock outlives it; a crashed attempt's delivery is
     // held (lockedUntil) no longer than this either, so the entry's retry can claim it.

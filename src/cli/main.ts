@@ -38,6 +38,9 @@ export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MO
                                                                    → {"userId","email","accountId"}
   user list --account ID                    list the account's console users
   user delete --id USERID                   delete a console user and end their sessions
+  member add --account ID --email E --role R
+                                            add an existing console user to another account with a role
+                                            (owner, admin, developer, viewer) → {"userId","email","accountId","role"}
   usage --account ID [--from D] [--to D]    usage per UTC day, service and source (key id or console),
                                             dates YYYY-MM-DD, default the last 30 days
                                             → [{"day","service","source","calls","credits","refunded"}]
@@ -114,6 +117,7 @@ const COMMANDS: Record<string, { required: string[]; optional: string[] }> = {
   'user create': { required: ['account', 'email', 'password-stdin'], optional: [] },
   'user list': { required: ['account'], optional: [] },
   'user delete': { required: ['id'], optional: [] },
+  'member add': { required: ['account', 'email', 'role'], optional: [] },
 };
 
 function parse(argv: readonly string[]): Parsed {
@@ -130,6 +134,7 @@ function parse(argv: readonly string[]): Parsed {
       from: { type: 'string' },
       to: { type: 'string' },
       email: { type: 'string' },
+      role: { type: 'string' },
       'expires-at': { type: 'string' },
       'credit-limit': { type: 'string' },
       refill: { type: 'string' },
@@ -203,6 +208,9 @@ async function execute({ command, values }: Parsed, services: AdminServices, io:
     }
     case 'user delete': {
       return print(await services.users.delete(values.id, actor));
+    }
+    case 'member add': {
+      return print(await services.team.addByEmail(values.account, values.email, values.role, actor));
     }
     case 'usage': {
       const rows = await services.usage.forAccount(values.account, { from: values.from, to: values.to });

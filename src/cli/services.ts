@@ -13,6 +13,8 @@ import { MongoKeyCreditStore } from '../data/key-credits.js';
 import { AuditLog } from '../domain/audit/service.js';
 import type { PasswordHasher } from '../domain/console/passwords.js';
 import { UserService } from '../domain/console/users.js';
+import { TeamService } from '../domain/team/members.js';
+import { MongoTeamStore } from '../data/team.js';
 import { CreditService } from '../domain/credits/service.js';
 import { LowCreditsAlerts } from '../domain/webhooks/low-credits.js';
 import { MongoLowCreditsStore } from '../data/low-credits.js';
@@ -28,6 +30,8 @@ export interface AdminServices {
   /** Usage per account, key (or console), service and day. */
   readonly usage: UsageService;
   readonly users: UserService;
+  /** Memberships: `member add`. */
+  readonly team: TeamService;
   close(): Promise<void>;
 }
 
@@ -51,6 +55,8 @@ export async function buildAdminServices(deps: { connection: Connection; host?: 
     keyCredits: new MongoKeyCreditStore(connection),
   });
   const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
-  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore });
-  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: new UsageService({ store: usageStore }), users, close: () => keys.close() };
+  const teamStore = new MongoTeamStore(connection);
+  const team = new TeamService({ memberships: teamStore, accounts: teamStore, endSessions: (userId, accountId) => sessionStore.deleteForMember(userId, accountId), audit: auditStore });
+  const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher: deps.passwordHasher ?? argon2Hasher, audit: auditStore, owners: team });
+  return { credits, keys: keys.manager, audit: new AuditLog({ store: auditStore, accounts: accountStore }), usage: new UsageService({ store: usageStore }), users, team, close: () => keys.close() };
 }

@@ -13,8 +13,11 @@ export function callerOf(request: FastifyRequest): ConsoleCaller {
 
 /** The layout's context: who is signed in, their form token, and the path that marks the nav link. */
 export function pageContext(request: FastifyRequest, path?: string): PageContext {
-  const caller = callerOf(request);
-  return { path: path ?? request.routeOptions.url ?? request.url, email: caller.email, csrfToken: caller.csrfToken };
+  return contextOf(callerOf(request), path ?? request.routeOptions.url ?? request.url);
+}
+
+export function contextOf(caller: ConsoleCaller, path: string): PageContext {
+  return { path, email: caller.email, csrfToken: caller.csrfToken, role: caller.role, accountId: caller.principal.accountId, accounts: caller.accounts };
 }
 
 export function clientMeta(request: FastifyRequest): ClientMeta {

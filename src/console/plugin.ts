@@ -25,10 +25,12 @@ import type { Config } from '../config.js';
 import type { BaseUrlOf } from '../http/routes/types.js';
 import { consoleErrorHandler, consoleNotFound } from './errors.js';
 import { checkFormToken } from './form-token.js';
+import { requireTwoFactor } from './two-factor-gate.js';
 import { consoleCsp, imageOriginSource, securityHeaders } from './headers.js';
 import assetRoutes from './routes/assets.js';
 import auditRoutes from './routes/audit.js';
 import explorerRoutes from './routes/explorer.js';
+import invitationRoutes from './routes/invitations.js';
 import jobRoutes from './routes/jobs.js';
 import keyRoutes from './routes/keys.js';
 import overviewRoutes from './routes/overview.js';
@@ -40,6 +42,7 @@ import settingsRoutes from './routes/settings.js';
 import signInRoutes from './routes/sign-in.js';
 import signUpRoutes from './routes/sign-up.js';
 import type { ConsoleServices } from './routes/types.js';
+import teamRoutes from './routes/team.js';
 import usageRoutes from './routes/usage.js';
 import webhookRoutes from './routes/webhooks.js';
 
@@ -64,6 +67,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(formbody, { bodyLimit: 64 * 1024 });
       scope.addHook('onSend', securityHeaders(csp));
       scope.addHook('preHandler', checkFormToken);
+      scope.addHook('onRequest', requireTwoFactor);
       scope.setErrorHandler(consoleErrorHandler);
       scope.setNotFoundHandler(consoleNotFound);
 
@@ -82,6 +86,8 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(playgroundRoutes, { definitions: s.definitions, jobs: s.jobs, jobWatch: s.jobWatch, credits: s.credits, baseUrlOf, csp });
       await scope.register(sessionRoutes, { sessions: s.sessions, signIn: s.signIn, host });
       await scope.register(webhookRoutes, { webhooks: s.webhooks, baseUrlOf });
+      await scope.register(teamRoutes, { team: s.team, invitations: s.invitations, sessions: s.sessions, host, baseUrlOf });
+      await scope.register(invitationRoutes, { invitations: s.invitations, sessions: s.sessions, host });
       await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },

@@ -1,6 +1,6 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection, Document, Filter } from 'mongodb';
-import type { SessionRecord, SessionStore, ThrottleReservation, ThrottleState, ThrottleStore, UserRecord, UserStore } from '../domain/console/records.js';
+import type { Membership, SessionRecord, SessionStore, ThrottleReservation, ThrottleState, ThrottleStore, UserRecord, UserStore } from '../domain/console/records.js';
 import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
 import {
   consoleSessionModel,
@@ -8,6 +8,7 @@ import {
   signInThrottleModel,
   type ConsoleSessionDoc,
   type ConsoleUserDoc,
+  type MembershipDoc,
   type SignInThrottleDoc,
 } from './models/console.js';
 
@@ -27,12 +28,15 @@ export class MongoUserStore implements UserStore {
 
   async init(): Promise<void> {
     this.collection = await prepare(this.connection, consoleUserModel(this.connection));
+    await writeOutLegacyMemberships(this.collection);
   }
 
   async insert(user: Omit<UserRecord, 'id'>): Promise<UserRecord | null> {
     const accountId = toObjectId(user.accountId);
     if (!accountId) throw new Error(`not an account id: ${user.accountId}`);
-    const doc: ConsoleUserDoc = { _id: new Types.ObjectId(), accountId, email: user.email, passwordHash: user.passwordHash, createdAt: user.createdAt };
+    const memberships = user.memberships.map((m) => ({ accountId: toObjectId(m.accountId)!, role: m.role, joinedAt: m.joinedAt }));
+    if (memberships.some((m) => !m.accountId)) throw new Error('a membership needs an account id');
+    const doc: ConsoleUserDoc = { _id: new Types.ObjectId(), accountId, email: user.email, passwordHash: user.passwordHash, createdAt: user.createdAt, memberships };
     try {
       await this.collection.insertOne(doc);
     } catch (err) {
@@ -55,7 +59,7 @@ export class MongoUserStore implements UserStore {
 
   async listForAccount(accountId: string): Promise<UserRecord[]> {
     const _id = toObjectId(accountId);
-    return _id ? (await this.collection.find({ accountId: _id }).sort({ createdAt: 1 }).toArray()).map(toUser) : [];
+    return _id ? (await this.collection.find(membersOf(_id)).sort({ createdAt: 1 }).toArray()).map(toUser) : [];
   }
 
   async delete(userId: string): Promise<UserRecord | null> {
@@ -109,6 +113,19 @@ export class MongoSessionStore implements SessionStore {
     if (!_id) return 0;
     const res = await this.collection.deleteMany(except ? { userId: _id, _id: { $ne: except } } : { userId: _id });
     return res.deletedCount;
+  }
+
+  async deleteForMember(userId: string, accountId: string): Promise<number> {
+    const user = toObjectId(userId);
+    const account = toObjectId(accountId);
+    if (!user || !account) return 0;
+    return (await this.collection.deleteMany({ userId: user, accountId: account })).deletedCount;
+  }
+
+  async setAccount(id: string, accountId: string): Promise<boolean> {
+    const account = toObjectId(accountId);
+    if (!account) return false;
+    return (await this.collection.updateOne({ _id: id }, { $set: { accountId: account } })).matchedCount === 1;
   }
 }
 
@@ -188,7 +205,33 @@ function refuses(state: ThrottleState, at: Date, windowStart: Date, max: number)
 }
 
 function toUser(d: ConsoleUserDoc): UserRecord {
-  return { id: d._id.toHexString(), accountId: d.accountId.toHexString(), email: d.email, passwordHash: d.passwordHash, createdAt: d.createdAt };
+  return { id: d._id.toHexString(), accountId: d.accountId.toHexString(), email: d.email, passwordHash: d.passwordHash, createdAt: d.createdAt, memberships: membershipsOf(d) };
+}
+
+/** A user's memberships; a user stored before teams is the owner of the account it was created in. */
+export function membershipsOf(d: Pick<ConsoleUserDoc, 'accountId' | 'createdAt' | 'memberships'>): Membership[] {
+  const stored = d.memberships ?? legacyMemberships(d);
+  return stored.map((m) => ({ accountId: m.accountId.toHexString(), role: m.role, joinedAt: m.joinedAt }));
+}
+
+function legacyMemberships(d: Pick<ConsoleUserDoc, 'accountId' | 'createdAt'>): MembershipDoc[] {
+  return [{ accountId: d.accountId, role: 'owner', joinedAt: d.createdAt }];
+}
+
+/** Users who are members of the account, stored before teams or after. */
+export function membersOf(accountId: Types.ObjectId): Filter<ConsoleUserDoc> {
+  return { $or: [{ 'memberships.accountId': accountId }, { memberships: { $exists: false }, accountId }] };
+}
+
+/**
+ * Writes out the membership of a user stored before teams (owner of its account): one guarded update
+ * per user, a no-op once done, so every instance may run it at start-up, and the team store runs it
+ * for one user before changing its memberships (a user written meanwhile by an older release).
+ */
+export async function writeOutLegacyMemberships(collection: Collection<ConsoleUserDoc>, filter: Filter<ConsoleUserDoc> = {}): Promise<void> {
+  for await (const doc of collection.find({ ...filter, memberships: { $exists: false } }, { projection: { accountId: 1, createdAt: 1 } })) {
+    await collection.updateOne({ _id: doc._id, memberships: { $exists: false } }, { $set: { memberships: legacyMemberships(doc) } });
+  }
 }
 
 function toSession(d: ConsoleSessionDoc): SessionRecord {

@@ -129,6 +129,18 @@ export const ERROR_CATALOG = {
   invalid_credentials: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid email or password', retryable: false },
   too_many_attempts: { httpStatus: 429, graphqlCode: 'RATE_LIMITED', message: 'Too many attempts', retryable: true },
   cross_site_request: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Cross-site request refused', retryable: false },
+  role_forbidden: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'You do not have permission to do that', retryable: false },
+  two_factor_required: {
+    httpStatus: 403,
+    graphqlCode: 'FORBIDDEN',
+    message: 'This account requires two-factor authentication: set it up in Settings first',
+    retryable: false,
+  },
+  last_owner: { httpStatus: 409, graphqlCode: 'CONFLICT', message: 'An account needs at least one owner', retryable: false },
+  member_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Member not found', retryable: false },
+  already_member: { httpStatus: 409, graphqlCode: 'CONFLICT', message: 'That person is already a member of this account', retryable: false },
+  invitation_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Invitation not found', retryable: false },
+  invitation_invalid: { httpStatus: 410, graphqlCode: 'NOT_FOUND', message: 'This link has expired or was already used', retryable: false },
   idempotency_key_reused: {
     httpStatus: 422,
     graphqlCode: 'BAD_USER_INPUT',

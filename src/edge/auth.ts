@@ -1,7 +1,8 @@
 /**
  * Who is calling, decided once for every door: by API key (REST), by API key or client token
  * (`/graphql`; the WebSocket door asks the same Credentials at connection_init) or by console session
- * (cookie). A route says which it needs with `config: { auth: 'apiKey' | 'apiKeyOrToken' | 'session' }`;
+ * (cookie). A route says which it needs with `config: { auth: 'apiKey' | 'apiKeyOrToken' | 'session' }`,
+ * and a console route what its caller's role must allow with `config.permission`;
  * the onRequest hook authenticates before the body is read, so a 401 comes before 415/400/413. REST
  * requests carry the RateLimit headers of their key's shared rate limit (429 over it). The
  * doors stay apart: an API route never looks at cookies and a console route never looks at the
@@ -11,6 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError } from '../domain/errors.js';
 import type { ConsoleCaller, SessionResolver } from '../domain/console/sessions.js';
 import { rateLimitedError, type RateLimitOutcome } from '../domain/keys/rate-limit.js';
+import { can, type Action } from '../domain/team/permissions.js';
 import { keyMayRun } from '../domain/operations/access.js';
 import { isOperationName, type OperationName } from '../domain/operations/catalog.js';
 import type { Principal } from '../domain/principal.js';
@@ -27,6 +29,8 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     auth?: 'apiKey' | 'apiKeyOrToken' | 'session' | 'optional-session';
+    /** What a console route lets its caller do: their role must allow it (src/domain/team/permissions.ts). */
+    permission?: Action;
     /** What an `auth: 'apiKey'` route runs, as the operation catalog names it (its permission and price). */
     operation?: OperationName;
   }
@@ -74,6 +78,9 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
       if (!SAFE_METHODS.has(request.method) && originVerdict(request, deps.consoleOrigins ?? []) === 'cross-site') throw new AppError('cross_site_request');
       request.consoleCaller = await resumeSession(request, deps.sessions, (header) => app.parseCookie(header));
       if (!request.consoleCaller && auth === 'session') throw new AppError('not_signed_in');
+      // Refused before the body is read: a role that may not do it changes nothing.
+      const permission = request.routeOptions.config.permission;
+      if (request.consoleCaller && permission && !can(request.consoleCaller.role, permission)) throw new AppError('role_forbidden');
     }
   });
 }

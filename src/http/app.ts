@@ -67,7 +67,7 @@ export interface BuildAppOptions {
   /** Where Fastify's own logger writes JSON lines (default stdout). */
   logStream?: { write(line: string): void };
   /** Told of every route as it is registered (the security suite checks that none escapes it). */
-  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined }) => void;
+  onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined; permission: string | undefined }) => void;
   /** Told of every response, GraphQL operation and WebSocket (METRICS_PORT); default: nothing counted. */
   metrics?: TransportMetrics;
 }
@@ -120,8 +120,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   if (opts.onRoute) {
     const report = opts.onRoute;
     app.addHook('onRoute', (route) => {
-      const config = route.config as { auth?: string; operation?: string } | undefined;
-      report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation });
+      const config = route.config as { auth?: string; operation?: string; permission?: string } | undefined;
+      report({ method: route.method, url: route.url, auth: config?.auth, operation: config?.operation, permission: config?.permission });
     });
   }
   if (opts.metrics) registerHttpMetrics(app, opts.metrics);
@@ -141,7 +141,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
   const credentials = createCredentials({ keys: services.authenticator, tokens: services.clientTokens });
   registerEdgeAuth(app, {
     credentials,
-    sessions: services.console.sessions,
+    sessions: services.console.callers,
     consoleOrigins: config.PUBLIC_BASE_URL ? [new URL(config.PUBLIC_BASE_URL).origin] : [],
   });
 
@@ -191,6 +191,8 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       usage: services.usage,
       sessions: services.console.sessions,
       signIn: services.console.signIn,
+      team: services.console.team,
+      invitations: services.console.invitations,
       signUp: services.console.signUp,
       passwords: services.console.passwords,
       twoFactor: services.console.twoFactor,

@@ -4,6 +4,7 @@ import { ObjectId, type Db } from 'mongodb';
 import { z } from 'zod';
 import type { ImageWorkQueue } from '../domain/jobs/records.js';
 import { silentLogger, type Logger } from '../domain/logger.js';
+import { currentTraceparent } from '../tracing/context.js';
 import { QueueNotificationChannel } from './channel.js';
 import { QueueErrorLog } from './queue-errors.js';
 
@@ -14,9 +15,17 @@ export const GENERATE_IMAGE = 'image.generate';
 /** Periodic repair of crashed creates, pending refunds and vanished entries. */
 export const SWEEP_JOBS = 'image-jobs.sweep';
 
+/** W3C trace context of the request that queued the work (tracing on); a malformed one is ignored. */
+export const traceparentField = z
+  .string()
+  .regex(/^[\da-f]{2}-[\da-f]{32}-[\da-f]{16}-[\da-f]{2}$/)
+  .optional()
+  .catch(undefined);
+
 export const generateImagePayload = z.object({
   jobId: z.uuid(),
   index: z.number().int().min(0),
+  traceparent: traceparentField,
 });
 export type GenerateImagePayload = z.infer<typeof generateImagePayload>;
 
@@ -101,12 +110,14 @@ export class ImageQueue implements ImageWorkQueue {
   }
 
   async enqueue(jobId: string, indexes: readonly number[]): Promise<void> {
-    await Promise.all(indexes.map((index) => this.agenda.now<GenerateImagePayload>(GENERATE_IMAGE, { jobId, index })));
+    const traceparent = currentTraceparent();
+    await Promise.all(indexes.map((index) => this.agenda.now<GenerateImagePayload>(GENERATE_IMAGE, traceparent ? { jobId, index, traceparent } : { jobId, index })));
   }
 
   /** A later run of one image (another attempt looks alive until `at`). */
   async enqueueAt(jobId: string, index: number, at: Date): Promise<void> {
-    await this.agenda.schedule<GenerateImagePayload>(at, GENERATE_IMAGE, { jobId, index });
+    const traceparent = currentTraceparent();
+    await this.agenda.schedule<GenerateImagePayload>(at, GENERATE_IMAGE, traceparent ? { jobId, index, traceparent } : { jobId, index });
   }
 
   /** Images waiting for a worker: entries due or scheduled, not locked (image_queue_depth). */

@@ -2,14 +2,15 @@ import type { Agenda } from 'agenda';
 import type { Db } from 'mongodb';
 import { z } from 'zod';
 import type { DeliveryQueue } from '../domain/webhooks/ports.js';
-import { QUEUE_COLLECTION } from './image-queue.js';
+import { currentTraceparent } from '../tracing/context.js';
+import { QUEUE_COLLECTION, traceparentField } from './image-queue.js';
 
 /** One queue entry per delivery attempt (the delivery document says which attempt is due). */
 export const DELIVER_WEBHOOK = 'webhook.deliver';
 /** Periodic repair: events written but not published, deliveries due without a queue entry. */
 export const SWEEP_WEBHOOKS = 'webhooks.sweep';
 
-export const deliverWebhookPayload = z.object({ deliveryId: z.string().regex(/^dlv_[\w-]{10,64}$/) });
+export const deliverWebhookPayload = z.object({ deliveryId: z.string().regex(/^dlv_[\w-]{10,64}$/), traceparent: traceparentField });
 export type DeliverWebhookPayload = z.infer<typeof deliverWebhookPayload>;
 
 /** Deliveries on the process's one Agenda instance (the image queue's), so an enqueue wakes a local worker. */
@@ -26,8 +27,11 @@ export class WebhookQueue implements DeliveryQueue {
   }
 
   async enqueue(deliveryId: string, at?: Date): Promise<void> {
-    if (at && at.getTime() > Date.now()) await this.agenda.schedule<DeliverWebhookPayload>(at, DELIVER_WEBHOOK, { deliveryId });
-    else await this.agenda.now<DeliverWebhookPayload>(DELIVER_WEBHOOK, { deliveryId });
+    // The event's trace (a job's create request, through its worker) goes on into the delivery.
+    const traceparent = currentTraceparent();
+    const data = traceparent ? { deliveryId, traceparent } : { deliveryId };
+    if (at && at.getTime() > Date.now()) await this.agenda.schedule<DeliverWebhookPayload>(at, DELIVER_WEBHOOK, data);
+    else await this.agenda.now<DeliverWebhookPayload>(DELIVER_WEBHOOK, data);
   }
 
   async queued(deliveryIds: readonly string[]): Promise<Set<string>> {

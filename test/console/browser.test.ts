@@ -181,7 +181,7 @@ describe.skipIf(!launched.browser)('console in Chromium', { timeout: SLOW_MS * 5
     createdKey = ((await dialog.getByText(/^wi_live_/).textContent()) ?? '').trim();
     expect(createdKey).toMatch(/^wi_live_[A-Za-z0-9_-]{20,}$/);
     await expectAccessible(page, 'API keys with the new key shown');
-    await screenshot(page, 'keys-1440');
+    await screenshot(page, 'keys-created-1440');
 
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.baseUrl });
     await copy.click();

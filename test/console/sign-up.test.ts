@@ -138,3 +138,26 @@ describe('SIGNUP=invite', () => {
     expect(signIn).toContain('Forgot password?');
   });
 });
+
+describe('when the SMTP server cannot be reached', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    const gone = await startSmtpServer();
+    await gone.close();
+    t = await startTestApp({ SMTP_URL: gone.url, dbName: 't_sign_up_no_smtp' });
+  });
+  afterAll(() => t?.close());
+
+  it('sign-up answers 503 email_unavailable with Retry-After, and creates nothing', async () => {
+    const res = await fetch(`${t.baseUrl}/console/sign-up`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...sameOrigin(t) },
+      body: new URLSearchParams({ accountName: 'Nope', email: 'ivy@example.com', password: PASSWORD }),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(await res.text()).toContain('Email could not be sent; try again later');
+    expect(await t.connection.db!.collection('accounts').countDocuments({ name: 'Nope' })).toBe(0);
+  });
+});

@@ -21,6 +21,8 @@ const PUBLIC = new Map<string, string>([
   ['GET /console/sign-in', 'the sign-in form'],
   ['POST /console/sign-in', 'signing in'],
   ['POST /console/sign-out', 'signing out works without a session too'],
+  ['GET /console/invitations/accept', 'an invitation link: the token is the authority (a signed-in user with its email joins)'],
+  ['POST /console/invitations/accept', 'a new person sets a password and joins: the token is the authority'],
   ['GET /console/sign-up', 'the sign-up form (SIGNUP=open)'],
   ['POST /console/sign-up', 'signing up: only sends an email, the same answer for any address'],
   ['GET /console/verify-email', 'the emailed verification link: its single-use token is the authority'],

@@ -51,6 +51,33 @@ document.addEventListener('click', (event) => {
     dialog.showModal();
     return;
   }
+  const remover = target.closest('[data-remove-member]');
+  if (remover) {
+    event.preventDefault();
+    const dialog = document.getElementById('remove-member-dialog');
+    dialog.querySelector('[data-member-email]').textContent = remover.dataset.memberEmail;
+    dialog.querySelector('[data-remove-form]').action = `/console/team/members/${remover.dataset.removeMember}/remove`;
+    dialog.showModal();
+    return;
+  }
+  const menuToggle = target.closest('[data-menu-toggle]');
+  if (menuToggle) {
+    const menu = document.getElementById(menuToggle.getAttribute('aria-controls'));
+    const open = menuToggle.getAttribute('aria-expanded') !== 'true';
+    menuToggle.setAttribute('aria-expanded', String(open));
+    menu.hidden = !open;
+    return;
+  }
+  // Switching accounts changes the session: a POST with the form token, not a GET of the link.
+  const switcher = target.closest('[data-switch-account]');
+  if (switcher) {
+    event.preventDefault();
+    const form = el('form', { method: 'post', action: switcher.getAttribute('href') });
+    form.append(el('input', { type: 'hidden', name: '_csrf', value: csrf() }));
+    document.body.append(form);
+    form.submit();
+    return;
+  }
   if (target.closest('[data-close]')) {
     const dialog = target.closest('dialog');
     if (dialog?.dataset.reload) location.reload();
@@ -66,6 +93,12 @@ document.addEventListener('click', (event) => {
     );
   }
 });
+
+// The account menu: a button that opens the list of accounts (without this script the list shows as links).
+for (const toggle of document.querySelectorAll('[data-menu-toggle]')) {
+  document.getElementById(toggle.getAttribute('aria-controls')).hidden = true;
+  toggle.hidden = false;
+}
 
 // Add Key and Roll key: through fetch, then the new key shown once in the same dialog.
 for (const form of document.querySelectorAll('[data-create-key], [data-roll-key]')) form.addEventListener('submit', showNewKey);

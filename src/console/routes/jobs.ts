@@ -5,7 +5,7 @@ import { callerOf, pageContext, wantsJson } from '../context.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { jobsPage, type JobsNotice } from '../views/jobs.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 /**
  * The account's image jobs, newest first, 20 a page (`after` is the next page's cursor), each
@@ -19,7 +19,7 @@ const jobRoutes: ConsoleRoute<Pick<ConsoleServices, 'jobs'> & { baseUrlOf: BaseU
 
   app.get('/jobs', SESSION, async (request, reply) => render(request, reply, queryParam(request, 'after') ?? null));
 
-  app.post<{ Params: { id: string } }>('/jobs/:id/cancel', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/jobs/:id/cancel', needs('jobs.cancel'), async (request, reply) => {
     try {
       const job = await jobs.cancel(callerOf(request).principal, request.params.id, { baseUrl: baseUrlOf(request) });
       if (wantsJson(request)) return reply.send(job);

@@ -4,7 +4,7 @@ import { expiryFromChoice, type KeySettingsInput } from '../../domain/keys/setti
 import { actorOf, callerOf, pageContext, wantsJson } from '../context.js';
 import { sendHtml } from '../render.js';
 import { confirmDeletePage, editKeyPage, keysPage, rollKeyPage } from '../views/keys.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 type SettingsForm = { name?: unknown; expires?: unknown; creditLimit?: unknown; refill?: unknown; rateLimitPerMinute?: unknown; permissions?: unknown; permissionsShown?: unknown };
 
@@ -40,7 +40,7 @@ const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> 
 
   app.get('/keys', SESSION, async (request, reply) => sendHtml(reply, keysPage(pageContext(request), await activeKeys(request))));
 
-  app.post<{ Body: SettingsForm }>('/keys', SESSION, async (request, reply) => {
+  app.post<{ Body: SettingsForm }>('/keys', needs('keys.manage'), async (request, reply) => {
     const caller = callerOf(request);
     try {
       const created = await keys.create(caller.principal.accountId, request.body?.name, actorOf(request, host), settingsOf(request.body, new Date()));
@@ -53,9 +53,9 @@ const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> 
     }
   });
 
-  app.get<{ Params: { id: string } }>('/keys/:id/edit', SESSION, async (request, reply) => sendHtml(reply, editKeyPage(pageContext(request, '/console/keys'), await ownKey(request))));
+  app.get<{ Params: { id: string } }>('/keys/:id/edit', needs('keys.manage'), async (request, reply) => sendHtml(reply, editKeyPage(pageContext(request, '/console/keys'), await ownKey(request))));
 
-  app.post<{ Params: { id: string }; Body: SettingsForm }>('/keys/:id/edit', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string }; Body: SettingsForm }>('/keys/:id/edit', needs('keys.manage'), async (request, reply) => {
     const key = await ownKey(request);
     try {
       const updated = await keys.update(key.id, settingsOf(request.body, new Date()), actorOf(request, host), callerOf(request).principal.accountId);
@@ -67,9 +67,9 @@ const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> 
     }
   });
 
-  app.get<{ Params: { id: string } }>('/keys/:id/roll', SESSION, async (request, reply) => sendHtml(reply, rollKeyPage(pageContext(request, '/console/keys'), await ownKey(request))));
+  app.get<{ Params: { id: string } }>('/keys/:id/roll', needs('keys.manage'), async (request, reply) => sendHtml(reply, rollKeyPage(pageContext(request, '/console/keys'), await ownKey(request))));
 
-  app.post<{ Params: { id: string }; Body: { grace?: unknown } }>('/keys/:id/roll', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string }; Body: { grace?: unknown } }>('/keys/:id/roll', needs('keys.manage'), async (request, reply) => {
     const key = await ownKey(request);
     try {
       const rolled = await keys.roll(key.id, request.body?.grace ?? '0', actorOf(request, host), callerOf(request).principal.accountId);
@@ -81,9 +81,9 @@ const keyRoutes: ConsoleRoute<Pick<ConsoleServices, 'keys'> & { host: string }> 
     }
   });
 
-  app.get<{ Params: { id: string } }>('/keys/:id/delete', SESSION, async (request, reply) => sendHtml(reply, confirmDeletePage(pageContext(request, '/console/keys'), await ownKey(request))));
+  app.get<{ Params: { id: string } }>('/keys/:id/delete', needs('keys.manage'), async (request, reply) => sendHtml(reply, confirmDeletePage(pageContext(request, '/console/keys'), await ownKey(request))));
 
-  app.post<{ Params: { id: string } }>('/keys/:id/delete', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/keys/:id/delete', needs('keys.manage'), async (request, reply) => {
     const deleted = await keys.delete(request.params.id, actorOf(request, host), callerOf(request).principal.accountId);
     if (wantsJson(request)) return reply.send(deleted);
     return reply.code(303).header('location', '/console/keys').send();

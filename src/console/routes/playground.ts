@@ -5,7 +5,7 @@ import { balanceOf, callerOf, pageContext, wantsJson } from '../context.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { playgroundPage, type PlaygroundState } from '../views/playground.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 type Deps = Pick<ConsoleServices, 'definitions' | 'jobs' | 'jobWatch' | 'credits'> & { baseUrlOf: BaseUrlOf; csp: string };
 
@@ -17,13 +17,13 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
   const render = async (request: FastifyRequest, reply: FastifyReply, state: Omit<PlaygroundState, 'credits'>) =>
     sendHtml(reply, playgroundPage(pageContext(request, '/console/playground'), { credits: await balanceOf(s.credits, request), ...state }));
 
-  app.get('/playground', SESSION, async (request, reply) => {
+  app.get('/playground', needs('playground.use'), async (request, reply) => {
     const id = queryParam(request, 'job');
     const job = id ? await s.jobs.get(callerOf(request).principal, id, { baseUrl: s.baseUrlOf(request) }) : undefined;
     return render(request, reply, { job });
   });
 
-  app.post<{ Body: { keyword?: unknown } }>('/playground/lookup', SESSION, async (request, reply) => {
+  app.post<{ Body: { keyword?: unknown } }>('/playground/lookup', needs('playground.use'), async (request, reply) => {
     const keyword = request.body?.keyword;
     try {
       const definition = await s.definitions.lookup(callerOf(request).principal, keyword);
@@ -36,7 +36,7 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
     }
   });
 
-  app.post<{ Body: { prompts?: unknown } }>('/playground/generate', SESSION, async (request, reply) => {
+  app.post<{ Body: { prompts?: unknown } }>('/playground/generate', needs('playground.use'), async (request, reply) => {
     const text = typeof request.body?.prompts === 'string' ? request.body.prompts : '';
     // One prompt per line; blank lines are spacing, not prompts.
     const prompts = text.split(/\r?\n/).map((p) => p.trim()).filter(Boolean);
@@ -59,7 +59,7 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
   });
 
   // Live progress of one job as server-sent events: each state change, then `balance` at the end.
-  app.get<{ Params: { id: string } }>('/playground/jobs/:id/events', SESSION, async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/playground/jobs/:id/events', needs('playground.use'), async (request, reply) => {
     const abort = new AbortController();
     const stream = await s.jobWatch.watch(callerOf(request).principal, request.params.id, { baseUrl: s.baseUrlOf(request) }, abort.signal);
     // The response is written by hand from here on, so it carries the scope's headers itself.

@@ -4,7 +4,7 @@ import { actorOf, callerOf, pageContext } from '../context.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { sessionsPage } from '../views/sessions.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 /** The user's own sessions: list them, end one, end all others; endings are audited from `host`. */
 const sessionRoutes: ConsoleRoute<Pick<ConsoleServices, 'sessions' | 'signIn'> & { host: string }> = async (app, { sessions, signIn, host }) => {
@@ -20,7 +20,7 @@ const sessionRoutes: ConsoleRoute<Pick<ConsoleServices, 'sessions' | 'signIn'> &
     return sendHtml(reply, sessionsPage(pageContext(request), { sessions: await sessions.list(caller.principal.userId), currentId: caller.sessionId, notice }));
   });
 
-  app.post<{ Params: { id: string } }>('/sessions/:id/end', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/sessions/:id/end', needs('self'), async (request, reply) => {
     const caller = callerOf(request);
     if (request.params.id === caller.sessionId) throw new AppError('invalid_request', { message: 'Use Sign out to end this session' });
     const ended = await sessions.endById(caller.principal.userId, request.params.id);
@@ -28,7 +28,7 @@ const sessionRoutes: ConsoleRoute<Pick<ConsoleServices, 'sessions' | 'signIn'> &
     return reply.code(303).header('location', `/console/sessions?ended=${ended ? 1 : 0}`).send();
   });
 
-  app.post('/sessions/end-others', SESSION, async (request, reply) => {
+  app.post('/sessions/end-others', needs('self'), async (request, reply) => {
     const caller = callerOf(request);
     const count = await sessions.endOthers(caller.principal.userId, caller.sessionId);
     if (count) await auditSessionsEnded(request, count);

@@ -6,7 +6,7 @@ import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { settingsPage, type SettingsView } from '../views/settings.js';
 import { recoveryCodesPage, twoFactorSection, twoFactorSetupPage } from '../views/two-factor.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 const NOTICES: Record<string, string> = {
   password: 'Your password is changed. Your other sessions were signed out.',
@@ -26,7 +26,7 @@ const settingsRoutes: ConsoleRoute<Pick<ConsoleServices, 'passwords' | 'twoFacto
     return render(request, reply, { notice: done ? NOTICES[done] : undefined });
   });
 
-  app.post<{ Body: { currentPassword?: unknown; newPassword?: unknown } }>('/settings/password', SESSION, async (request, reply) => {
+  app.post<{ Body: { currentPassword?: unknown; newPassword?: unknown } }>('/settings/password', needs('self'), async (request, reply) => {
     let result;
     try {
       result = await s.passwords.change(callerOf(request), request.body?.currentPassword, request.body?.newPassword, clientMeta(request));
@@ -42,7 +42,7 @@ const settingsRoutes: ConsoleRoute<Pick<ConsoleServices, 'passwords' | 'twoFacto
     return reply.code(303).header('location', '/console/settings?done=password').send();
   });
 
-  app.post('/settings/two-factor/setup', SESSION, async (request, reply) => {
+  app.post('/settings/two-factor/setup', needs('self'), async (request, reply) => {
     await s.twoFactor.beginSetup(callerOf(request));
     return reply.code(303).header('location', '/console/settings/two-factor').send();
   });
@@ -53,7 +53,7 @@ const settingsRoutes: ConsoleRoute<Pick<ConsoleServices, 'passwords' | 'twoFacto
     return sendHtml(reply, twoFactorSetupPage(pageContext(request, '/console/settings'), { secret: setup.secret, qrDataUrl: await qrCode(setup.uri) }));
   });
 
-  app.post<{ Body: { code?: unknown } }>('/settings/two-factor/enable', SESSION, async (request, reply) => {
+  app.post<{ Body: { code?: unknown } }>('/settings/two-factor/enable', needs('self'), async (request, reply) => {
     const caller = callerOf(request);
     const result = await s.twoFactor.enable(caller, request.body?.code, clientMeta(request));
     const ctx = pageContext(request, '/console/settings');
@@ -65,7 +65,7 @@ const settingsRoutes: ConsoleRoute<Pick<ConsoleServices, 'passwords' | 'twoFacto
     return sendHtml(reply, twoFactorSetupPage(ctx, { secret: setup.secret, qrDataUrl: await qrCode(setup.uri), error }));
   });
 
-  app.post<{ Body: { password?: unknown } }>('/settings/two-factor/disable', SESSION, async (request, reply) => {
+  app.post<{ Body: { password?: unknown } }>('/settings/two-factor/disable', needs('self'), async (request, reply) => {
     const result = await s.twoFactor.disable(callerOf(request), request.body?.password, clientMeta(request));
     if (result.ok || result.reason === 'not_enabled') return reply.code(303).header('location', '/console/settings?done=2fa-off').send();
     reply.code(400);

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import type { Action } from '../../domain/team/permissions.js';
 import type { AuditLog } from '../../domain/audit/service.js';
 import type { SessionService } from '../../domain/console/sessions.js';
 import type { SignInService } from '../../domain/console/signin.js';
@@ -7,6 +8,8 @@ import type { KeyManager } from '../../domain/keys/index.js';
 import type { ClientTokens } from '../../domain/client-tokens/service.js';
 import type { DefinitionService, ImageJobService, JobWatch } from '../../domain/ports.js';
 import type { UsageService } from '../../domain/usage/service.js';
+import type { Invitations } from '../../domain/team/invitations.js';
+import type { TeamService } from '../../domain/team/members.js';
 import type { WebhookEndpoints } from '../../domain/webhooks/endpoints.js';
 import type { PasswordService } from '../../domain/identity/password-reset.js';
 import type { SignUpService } from '../../domain/identity/signup.js';
@@ -25,6 +28,9 @@ export interface ConsoleServices {
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
+  /** Members, roles and the owners' settings of an account. */
+  team: TeamService;
+  invitations: Invitations;
   /** Self-serve sign-up and its verification link. */
   signUp: Pick<SignUpService, 'request' | 'verify'>;
   /** Password reset by email and change in Settings. */
@@ -37,8 +43,17 @@ export interface ConsoleServices {
 /** A console section: a Fastify plugin, registered under /console, given only what its routes call. */
 export type ConsoleRoute<Deps extends object> = FastifyPluginAsync<Deps>;
 
-/** Route options of a page or action that needs a signed-in session. */
-export const SESSION = { config: { auth: 'session' as const } };
+/**
+ * Route options of a page or action that needs a signed-in session whose role allows `action` (the
+ * edge refuses the others with 403 before anything is read). test/console/role-matrix.test.ts walks
+ * every state-changing route through every role.
+ */
+export function needs(action: Action) {
+  return { config: { auth: 'session' as const, permission: action } };
+}
+
+/** Route options of a page any member may see. */
+export const SESSION = needs('view');
 
 /** Route options of the sign-in and sign-out doors, which also answer without a session. */
 export const OPTIONAL_SESSION = { config: { auth: 'optional-session' as const } };

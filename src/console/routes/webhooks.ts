@@ -5,7 +5,7 @@ import type { BaseUrlOf } from '../../http/routes/types.js';
 import { callerOf, pageContext, wantsJson } from '../context.js';
 import { sendHtml } from '../render.js';
 import { confirmDeleteEndpointPage, webhooksPage, type WebhooksPageData } from '../views/webhooks.js';
-import { SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
+import { needs, SESSION, type ConsoleRoute, type ConsoleServices } from './types.js';
 
 type Form = { url?: unknown; events?: unknown; threshold?: unknown };
 
@@ -20,7 +20,7 @@ const webhookRoutes: ConsoleRoute<Pick<ConsoleServices, 'webhooks'> & { baseUrlO
 
   app.get('/webhooks', SESSION, async (request, reply) => sendHtml(reply, webhooksPage(pageContext(request), await data(request))));
 
-  app.post<{ Body: Form }>('/webhooks', SESSION, async (request, reply) => {
+  app.post<{ Body: Form }>('/webhooks', needs('webhooks.manage'), async (request, reply) => {
     // A form sends one `events` per ticked box (a string for one, an array for several, none for none).
     const raw = request.body?.events;
     const events = raw === undefined ? [] : [raw].flat();
@@ -36,25 +36,25 @@ const webhookRoutes: ConsoleRoute<Pick<ConsoleServices, 'webhooks'> & { baseUrlO
     }
   });
 
-  app.get<{ Params: { id: string } }>('/webhooks/:id/delete', SESSION, async (request, reply) => {
+  app.get<{ Params: { id: string } }>('/webhooks/:id/delete', needs('webhooks.manage'), async (request, reply) => {
     const endpoint = (await webhooks.list(accountOf(request))).find((e) => e.id === request.params.id);
     if (!endpoint) throw new AppError('webhook_not_found');
     return sendHtml(reply, confirmDeleteEndpointPage(pageContext(request, '/console/webhooks'), endpoint));
   });
 
-  app.post<{ Params: { id: string } }>('/webhooks/:id/delete', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/webhooks/:id/delete', needs('webhooks.manage'), async (request, reply) => {
     await webhooks.delete(accountOf(request), request.params.id);
     if (wantsJson(request)) return reply.code(204).send();
     return reply.code(303).header('location', '/console/webhooks').send();
   });
 
-  app.post<{ Params: { id: string } }>('/webhooks/deliveries/:id/resend', SESSION, async (request, reply) => {
+  app.post<{ Params: { id: string } }>('/webhooks/deliveries/:id/resend', needs('webhooks.manage'), async (request, reply) => {
     const delivery = await webhooks.resend(accountOf(request), request.params.id);
     if (wantsJson(request)) return reply.code(202).send(delivery);
     return reply.code(303).header('location', '/console/webhooks').send();
   });
 
-  app.post<{ Body: Form }>('/webhooks/threshold', SESSION, async (request, reply) => {
+  app.post<{ Body: Form }>('/webhooks/threshold', needs('webhooks.manage'), async (request, reply) => {
     try {
       const state = await webhooks.setLowCreditsThreshold(accountOf(request), request.body?.threshold);
       if (wantsJson(request)) return reply.send(state);

@@ -18,6 +18,13 @@ export const EVENT_LABELS: Record<(typeof AUDIT_EVENTS)[number], string> = {
   'console.signed_out': 'Signed out',
   'console.session_ended': 'Session ended',
   'client_token.created': 'Client token created',
+  'member.invited': 'Member invited',
+  'member.invitation_revoked': 'Invitation revoked',
+  'member.joined': 'Member joined',
+  'member.removed': 'Member removed',
+  'member.role_changed': 'Role changed',
+  'member.left': 'Member left',
+  'account.2fa_requirement_changed': 'Two-factor requirement changed',
   'user.password_changed': 'Password changed',
   'user.password_reset': 'Password reset',
   'user.2fa_enabled': 'Two-factor authentication enabled',
@@ -32,6 +39,8 @@ export function describe(e: AuditEntry): string {
   if (e.amount !== null && e.amount !== undefined) parts.push(`${e.amount} credits`);
   if (typeof e.details?.reason === 'string') parts.push(`reason: ${e.details.reason}`);
   if (typeof e.details?.email === 'string') parts.push(String(e.details.email));
+  if (typeof e.details?.from === 'string' && typeof e.details?.to === 'string') parts.push(`${e.details.from} → ${e.details.to}`);
+  else if (typeof e.details?.role === 'string') parts.push(`role ${e.details.role}`);
   if (Array.isArray(e.details?.origins)) parts.push(`for ${e.details.origins.map(String).join(', ')}`);
   if (e.userAgent) parts.push(e.userAgent.length > 60 ? `${e.userAgent.slice(0, 60)}…` : e.userAgent);
   return parts.join(' · ');

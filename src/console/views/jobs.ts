@@ -1,7 +1,7 @@
 import type { JobView } from '../../domain/jobs/types.js';
 import { FINAL_JOB_STATUSES } from '../../domain/jobs/types.js';
 import { html, when, type Html } from '../html.js';
-import { csrfField, page, type PageContext } from './layout.js';
+import { allowed, csrfField, page, type PageContext } from './layout.js';
 
 /** What a Cancel left to tell: the job as it is now, or why nothing happened. */
 export type JobsNotice = { job: JobView } | { error: string };
@@ -25,7 +25,7 @@ export function jobSummary(job: JobView): Html {
 }
 
 function cancelForm(ctx: PageContext, job: JobView): Html {
-  if (FINAL_JOB_STATUSES.has(job.status)) return html``;
+  if (FINAL_JOB_STATUSES.has(job.status) || !allowed(ctx, 'jobs.cancel')) return html``;
   return html`<form method="post" action="/console/jobs/${job.jobId}/cancel" class="actions">
     ${csrfField(ctx.csrfToken)}
     <button type="submit" class="danger secondary" aria-describedby="job-${job.jobId}">Cancel</button>

@@ -2,7 +2,7 @@ import type { CreatedKey, KeySummary } from '../../domain/keys/index.js';
 import { KEY_PERMISSION_LABELS, KEY_PERMISSIONS } from '../../domain/keys/permissions.js';
 import { EXPIRY_CHOICES, GRACE_CHOICES } from '../../domain/keys/settings.js';
 import { html, when, type Html } from '../html.js';
-import { csrfField, page, type PageContext } from './layout.js';
+import { allowed, csrfField, page, type PageContext } from './layout.js';
 
 /** The new key, shown once. */
 export function createdKeyPanel(key: Pick<CreatedKey, 'key' | 'name'>): Html {
@@ -70,7 +70,7 @@ export function keysPage(ctx: PageContext, keys: KeySummary[], opts: KeysPageOpt
     ctx,
     'API keys',
     html`<p class="lead">Keys authenticate calls to the REST and GraphQL APIs (<code>Authorization: Bearer wi_live_…</code>). Keep them out of source control; use one per environment; rotate with <strong>Roll key</strong>, which can keep the old key working for a while so a deploy never races the switch.</p>
-<p><button type="button" data-open="add-key-dialog" id="add-key">Add Key</button></p>
+${allowed(ctx, 'keys.manage') ? html`<p><button type="button" data-open="add-key-dialog" id="add-key">Add Key</button></p>` : ''}
 ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
 ${
   opts.created
@@ -98,11 +98,11 @@ ${
     <button type="submit" class="danger">Delete key</button> <button type="button" class="secondary" data-close>Cancel</button>
   </form>
 </dialog>
-${active.map((k) => editDialog(ctx, k))}
-${active.map((k) => rollDialog(ctx, k))}
+${allowed(ctx, 'keys.manage') ? active.map((k) => editDialog(ctx, k)) : ''}
+${allowed(ctx, 'keys.manage') ? active.map((k) => rollDialog(ctx, k)) : ''}
 ${
   active.length === 0
-    ? html`<p class="empty">No keys yet. Choose <strong>Add Key</strong> to create one.</p>`
+    ? html`<p class="empty">No keys yet.${allowed(ctx, 'keys.manage') ? html` Choose <strong>Add Key</strong> to create one.` : ''}</p>`
     : html`<div class="table-wrap"><table class="cards-sm">
   <caption>${active.length} active ${active.length === 1 ? 'key' : 'keys'}</caption>
   <thead><tr><th scope="col">Name</th><th scope="col">Key</th><th scope="col">Expires</th><th scope="col">Credits left</th><th scope="col">Last used</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
@@ -115,11 +115,14 @@ ${
     <td data-label="Credits left">${creditsCell(k)}</td>
     <td data-label="Last used">${when(k.lastUsedAt)}</td>
     <td data-label="Created">${when(k.createdAt)}</td>
-    <td class="row-actions">
+    <td class="row-actions">${
+      allowed(ctx, 'keys.manage')
+        ? html`
       <form method="get" action="/console/keys/${k.id}/edit"><button type="submit" class="secondary" data-open="edit-key-${k.id}">Edit</button></form>
       <form method="get" action="/console/keys/${k.id}/roll"><button type="submit" class="secondary" data-open="roll-key-${k.id}">Roll key</button></form>
-      <form method="get" action="/console/keys/${k.id}/delete"><button type="submit" class="danger secondary" data-delete-key="${k.id}" data-key-name="${k.name}">Delete</button></form>
-    </td>
+      <form method="get" action="/console/keys/${k.id}/delete"><button type="submit" class="danger secondary" data-delete-key="${k.id}" data-key-name="${k.name}">Delete</button></form>`
+        : ''
+    }</td>
   </tr>`,
   )}
   </tbody>

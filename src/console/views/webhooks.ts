@@ -1,7 +1,7 @@
 import type { LowCreditsState } from '../../domain/webhooks/ports.js';
 import { WEBHOOK_EVENT_TYPES, type DeliveryView, type EndpointCreated, type EndpointView } from '../../domain/webhooks/types.js';
 import { html, when, type Html } from '../html.js';
-import { csrfField, page, type PageContext } from './layout.js';
+import { allowed, csrfField, page, type PageContext } from './layout.js';
 
 export interface WebhooksPageData {
   endpoints: EndpointView[];
@@ -42,7 +42,7 @@ function addForm(ctx: PageContext, data: WebhooksPageData): Html {
 </section>`;
 }
 
-function endpointTable(endpoints: EndpointView[]): Html {
+function endpointTable(ctx: PageContext, endpoints: EndpointView[]): Html {
   if (endpoints.length === 0) return html`<p class="empty">No endpoints yet.</p>`;
   return html`<div class="table-wrap"><table class="cards-sm">
   <caption>${endpoints.length} ${endpoints.length === 1 ? 'endpoint' : 'endpoints'}</caption>
@@ -54,7 +54,7 @@ function endpointTable(endpoints: EndpointView[]): Html {
     <td data-label="Events">${e.events.join(', ')}</td>
     <td data-label="Status">${e.disabledAt ? html`Disabled (410 Gone) ${when(e.disabledAt)}` : 'Active'}</td>
     <td data-label="Created">${when(e.createdAt)}</td>
-    <td><form method="get" action="/console/webhooks/${e.id}/delete"><button type="submit" class="danger secondary" aria-label="Delete ${e.url}">Delete</button></form></td>
+    <td>${allowed(ctx, 'webhooks.manage') ? html`<form method="get" action="/console/webhooks/${e.id}/delete"><button type="submit" class="danger secondary" aria-label="Delete ${e.url}">Delete</button></form>` : ''}</td>
   </tr>`,
   )}
   </tbody>
@@ -82,7 +82,7 @@ function deliveryTable(ctx: PageContext, deliveries: DeliveryView[], endpoints: 
     <td data-label="Attempts">${d.attempts.length}: ${lastAttempt(d)}${d.attempts.length ? html` ${when(d.attempts.at(-1)!.at)}` : ''}</td>
     <td data-label="Created">${when(d.createdAt)}</td>
     <td>${
-      urlOf.has(d.endpointId)
+      urlOf.has(d.endpointId) && allowed(ctx, 'webhooks.manage')
         ? html`<form method="post" action="/console/webhooks/deliveries/${d.id}/resend">${csrfField(ctx.csrfToken)}<button type="submit" class="secondary" aria-label="Resend ${d.type} ${d.eventId}">Resend</button></form>`
         : ''
     }</td>
@@ -111,12 +111,12 @@ export function webhooksPage(ctx: PageContext, data: WebhooksPageData): Html {
     'Webhooks',
     html`<p class="lead">Endpoints receive <code>job.completed</code>, <code>job.failed</code>, <code>job.canceled</code> and <code>credits.low</code> as signed POST requests (Standard Webhooks). Failed deliveries are retried for about three days.</p>
 ${data.created ? createdPanel(data.created) : ''}
-${addForm(ctx, data)}
+${allowed(ctx, 'webhooks.manage') ? addForm(ctx, data) : ''}
 <h2>Endpoints</h2>
-${endpointTable(data.endpoints)}
+${endpointTable(ctx, data.endpoints)}
 <h2>Deliveries</h2>
 ${deliveryTable(ctx, data.deliveries, data.endpoints)}
-${thresholdForm(ctx, data.lowCredits)}`,
+${allowed(ctx, 'webhooks.manage') ? thresholdForm(ctx, data.lowCredits) : ''}`,
   );
 }
 

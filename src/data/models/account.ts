@@ -27,6 +27,13 @@ export interface AccountDoc {
   lowCreditsDisarmed?: boolean;
   /** A `credits.low` event written with the disarming, until it is published. */
   lowCreditsEvent?: { eventId: string; credits: number; threshold: number; at: Date } | null;
+  /**
+   * Owners of the account as the last-owner rule counts them (src/domain/team/ports.ts): absent until
+   * the first change to the team, then started from the users.
+   */
+  ownerCount?: number;
+  /** An owner requires two-factor authentication of every member. */
+  require2fa?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -53,6 +60,8 @@ const accountSchema = new Schema<AccountDoc>(
     lowCreditsThreshold: { type: Number },
     lowCreditsDisarmed: { type: Boolean },
     lowCreditsEvent: { type: Schema.Types.Mixed },
+    ownerCount: { type: Number },
+    require2fa: { type: Boolean },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
   },

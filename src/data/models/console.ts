@@ -1,12 +1,26 @@
 import { Schema, Types, type Connection, type Model } from 'mongoose';
+import type { Role } from '../../domain/team/permissions.js';
 
-/** Console users (collection `console_users`): several per account, unique email. */
+/** A user's membership of one account, stored in the user's document. */
+export interface MembershipDoc {
+  accountId: Types.ObjectId;
+  role: Role;
+  joinedAt: Date;
+}
+
+/** Console users (collection `console_users`): unique email, members of one or more accounts. */
 export interface ConsoleUserDoc {
   _id: Types.ObjectId;
+  /** The account the user was created in. */
   accountId: Types.ObjectId;
   email: string;
   passwordHash: string;
   createdAt: Date;
+  /**
+   * Absent in documents written before teams: such a user is the owner of `accountId` (read so, and
+   * written out by an idempotent step at start-up and before any change to the user's memberships).
+   */
+  memberships?: MembershipDoc[];
 }
 
 /** Console sessions (collection `console_sessions`), keyed by the SHA-256 of the cookie's token. */
@@ -47,10 +61,15 @@ const userSchema = new Schema<ConsoleUserDoc>(
     email: { type: String, required: true },
     passwordHash: { type: String, required: true },
     createdAt: { type: Date, required: true },
+    memberships: {
+      type: [new Schema({ accountId: { type: Schema.Types.ObjectId, required: true }, role: { type: String, required: true }, joinedAt: { type: Date, required: true } }, { _id: false })],
+      default: undefined,
+    },
   },
   { collection: 'console_users', versionKey: false },
 );
 userSchema.index({ email: 1 }, { unique: true });
+userSchema.index({ 'memberships.accountId': 1 });
 userSchema.index({ accountId: 1, createdAt: 1 });
 
 const sessionSchema = new Schema<ConsoleSessionDoc>(

@@ -4,6 +4,7 @@ import type { KeyGrant, Principal } from '../principal.js';
 import { generateToken, hashToken, isWellFormedToken } from './format.js';
 import type { ClientTokenRecord, ClientTokenStore } from './records.js';
 import { isExactOrigin, parseMintRequest, TOKEN_TTL, type MintRequest } from './request.js';
+import { explorerScopes, type Role } from '../team/permissions.js';
 import { CLIENT_SCOPES, type ClientScope } from './scopes.js';
 import { keyHas, keyMayRun } from '../operations/access.js';
 
@@ -59,9 +60,9 @@ export class ClientTokens {
    * every scope, 15 minutes; the page mints a new one whenever it loads. No key minted it, so no key's
    * deletion ends it: its short life does.
    */
-  async mintForConsole(caller: { accountId: string; userId: string }, origin: string, actor: AuditActor): Promise<MintedToken> {
+  async mintForConsole(caller: { accountId: string; userId: string; role: Role }, origin: string, actor: AuditActor): Promise<MintedToken> {
     if (!isExactOrigin(origin)) throw invalid('origin', 'origin must be a web origin');
-    return this.create({ accountId: caller.accountId, keyId: null, userId: caller.userId }, { origins: [origin], scopes: [...CLIENT_SCOPES], ttlSeconds: TOKEN_TTL.default, maxCredits: null }, actor);
+    return this.create({ accountId: caller.accountId, keyId: null, userId: caller.userId }, { origins: [origin], scopes: explorerScopes(caller.role), ttlSeconds: TOKEN_TTL.default, maxCredits: null }, actor);
   }
 
   private async create(principal: Principal, request: MintRequest, actor: AuditActor): Promise<MintedToken> {

@@ -1,7 +1,22 @@
 /** Persistence of console users, sessions and sign-in throttles, implemented in src/data and by test fakes. */
+import type { Role } from '../team/permissions.js';
+
+/** A user's place in one account. */
+export interface Membership {
+  accountId: string;
+  role: Role;
+  joinedAt: Date;
+}
+
 export interface UserRecord {
   id: string;
+  /** The account the user was created in (their first membership's, kept for older readers). */
   accountId: string;
+  /**
+   * Every account the user belongs to, with a role in each. A user stored before teams existed has
+   * none stored: it reads as the owner of `accountId` (src/data/console.ts).
+   */
+  memberships: Membership[];
   /** Trimmed and lower-cased; unique. */
   email: string;
   /** argon2id PHC string; the password itself is never stored. */
@@ -44,6 +59,10 @@ export interface SessionStore {
   listForUser(userId: string, now: Date): Promise<SessionRecord[]>;
   /** Deletes every session of the user (but `except`); returns how many. */
   deleteForUser(userId: string, except?: string): Promise<number>;
+  /** Deletes the user's sessions whose current account is `accountId` (removed from it); returns how many. */
+  deleteForMember(userId: string, accountId: string): Promise<number>;
+  /** Moves the session to another current account (the account switcher). */
+  setAccount(id: string, accountId: string): Promise<boolean>;
 }
 
 /**

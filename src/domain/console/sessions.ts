@@ -1,15 +1,26 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Principal } from '../principal.js';
+import type { Role } from '../team/permissions.js';
 import type { SessionRecord, SessionStore } from './records.js';
 
-/** The signed-in console user behind a request. */
-export interface ConsoleCaller {
-  /** What the domain services receive: the account, the user, no key. */
+/** A live session's user, before their membership of the session's account is checked. */
+export interface SessionCaller {
+  /** What the domain services receive: the account (the session's current one), the user, no key. */
   principal: Principal & { userId: string; keyId: null };
   email: string;
   /** The session's stored id (a hash; never the cookie's token). */
   sessionId: string;
   csrfToken: string;
+}
+
+/** The signed-in console user behind a request: a session whose user is a member of its current account. */
+export interface ConsoleCaller extends SessionCaller {
+  /** The user's role in the current account: what the console lets them do (src/domain/team/permissions.ts). */
+  role: Role;
+  /** Every account the user belongs to, by name (the account switcher), the current one included. */
+  accounts: { id: string; name: string }[];
+  /** The current account requires two-factor authentication and this user has not set it up. */
+  mustSetUp2fa: boolean;
 }
 
 export interface ClientMeta {
@@ -48,7 +59,7 @@ export function hashToken(token: string): string {
  * Server-side console sessions: a random 256-bit token in the cookie, only its SHA-256 stored; idle
  * and absolute expiry checked on every request and enforced by a TTL index; ending one deletes it.
  */
-export class SessionService implements SessionResolver {
+export class SessionService {
   private readonly now: () => Date;
   private readonly touchEveryMs: number;
 
@@ -58,7 +69,7 @@ export class SessionService implements SessionResolver {
   }
 
   /** A new session (a new id at every sign-in): returns the token for the cookie, shown nowhere else. */
-  async start(user: { id: string; accountId: string; email: string }, meta: ClientMeta): Promise<{ token: string; caller: ConsoleCaller }> {
+  async start(user: { id: string; accountId: string; email: string }, meta: ClientMeta): Promise<{ token: string; caller: SessionCaller }> {
     const token = randomBytes(32).toString('base64url');
     const now = this.now();
     const absoluteExpiresAt = new Date(now.getTime() + this.deps.limits.absoluteMs);
@@ -79,7 +90,7 @@ export class SessionService implements SessionResolver {
     return { token, caller: callerOf(record) };
   }
 
-  async resume(token: string, _meta: ClientMeta): Promise<ConsoleCaller | null> {
+  async resume(token: string, _meta: ClientMeta): Promise<SessionCaller | null> {
     if (token.length > 200) return null;
     const session = await this.deps.sessions.find(hashToken(token));
     const now = this.now();
@@ -118,8 +129,18 @@ export class SessionService implements SessionResolver {
   private expiryAfter(lastSeen: Date, absolute: Date): Date {
     return new Date(Math.min(lastSeen.getTime() + this.deps.limits.idleMs, absolute.getTime()));
   }
+
+  /** Moves the session to another of its user's accounts (the caller checked the membership). */
+  switchAccount(sessionId: string, accountId: string): Promise<boolean> {
+    return this.deps.sessions.setAccount(sessionId, accountId);
+  }
+
+  /** Ends the user's sessions in one account (they were removed from it, or left). */
+  endForMember(userId: string, accountId: string): Promise<number> {
+    return this.deps.sessions.deleteForMember(userId, accountId);
+  }
 }
 
-function callerOf(s: SessionRecord): ConsoleCaller {
+function callerOf(s: SessionRecord): SessionCaller {
   return { principal: { accountId: s.accountId, userId: s.userId, keyId: null }, email: s.email, sessionId: s.id, csrfToken: s.csrfToken };
 }

@@ -4,7 +4,7 @@ import type { LinkTokens } from '../links/service.js';
 import type { PasswordHasher } from './passwords.js';
 import { MAX_PASSWORD_LENGTH } from './passwords.js';
 import type { ThrottleStore, UserRecord, UserStore } from './records.js';
-import type { ClientMeta, ConsoleCaller, SessionRecordLike, SessionService } from './sessions.js';
+import type { ClientMeta, SessionCaller, SessionRecordLike, SessionService } from './sessions.js';
 
 export interface ThrottlePolicy {
   /** Failures of one email within the window before it is locked (the contract: 5 in 15 minutes). */
@@ -26,7 +26,7 @@ export const DEFAULT_THROTTLE: ThrottlePolicy = {
 };
 
 export type SignInResult =
-  | { ok: true; token: string; caller: ConsoleCaller }
+  | { ok: true; token: string; caller: SessionCaller }
   | { ok: false; reason: 'invalid' }
   | { ok: false; reason: 'throttled'; retryAfterSeconds: number }
   /** The password was right and the user has a second factor: `challenge` (a cookie, not a session) awaits the code. */
@@ -155,8 +155,14 @@ export class SignInService {
   private async succeed(user: UserRecord, subjects: string[], meta: ClientMeta, details: Record<string, unknown>): Promise<SignInResult> {
     // The email's failures are forgotten; the address only gets this attempt back.
     await Promise.all([this.deps.throttle.forgive(subjects[0]!), ...subjects.slice(1).map((s) => this.deps.throttle.release(s))]);
-    const { token, caller } = await this.deps.sessions.start(user, meta);
-    await this.audit('console.signed_in', user.accountId, user.email, meta, { userId: user.id, ...details });
+    // The session starts in the account the user was created in while they are still a member of it, else in their first.
+    const accountId = user.memberships.find((m) => m.accountId === user.accountId)?.accountId ?? user.memberships[0]?.accountId;
+    if (!accountId) {
+      await this.audit('console.sign_in_failed', user.accountId, user.email, meta, { reason: 'no_account' });
+      return { ok: false, reason: 'invalid' };
+    }
+    const { token, caller } = await this.deps.sessions.start({ ...user, accountId }, meta);
+    await this.audit('console.signed_in', accountId, user.email, meta, { userId: user.id, ...details });
     return { ok: true, token, caller };
   }
 

@@ -11,7 +11,7 @@ export interface UserSummary {
   createdAt: Date;
 }
 
-/** Console users: several per account, created and deleted by the CLI (audited). */
+/** Console users: several per account, created (as owners of the account) and deleted by the CLI (audited). */
 export class UserService {
   constructor(
     private readonly deps: {
@@ -20,6 +20,8 @@ export class UserService {
       accounts: Pick<AccountStore, 'find'>;
       hasher: PasswordHasher;
       audit: AuditStore;
+      /** The account's owner count (src/domain/team/members.ts): started before a new owner is written, then counted. */
+      owners: { ensureOwnerCount(accountId: string): Promise<void>; ownerAdded(accountId: string): Promise<void>; ownerDeleted(accountId: string): Promise<void> };
       now?: () => Date;
     },
   ) {}
@@ -30,8 +32,11 @@ export class UserService {
     const address = normalizeEmail(email);
     const secret = checkNewPassword(password, address);
     const createdAt = (this.deps.now ?? (() => new Date()))();
-    const user = await this.deps.users.insert({ accountId: account.id, email: address, passwordHash: await this.deps.hasher.hash(secret), createdAt });
+    const passwordHash = await this.deps.hasher.hash(secret);
+    await this.deps.owners.ensureOwnerCount(account.id);
+    const user = await this.deps.users.insert({ accountId: account.id, email: address, passwordHash, createdAt, memberships: [{ accountId: account.id, role: 'owner', joinedAt: createdAt }] });
     if (!user) throw invalid('email', 'email is already used by another console user');
+    await this.deps.owners.ownerAdded(account.id);
     await this.deps.audit.record({ ...actor, event: 'user.created', accountId: account.id, details: { userId: user.id, email: user.email } }, createdAt);
     return summary(user);
   }
@@ -42,8 +47,10 @@ export class UserService {
    */
   async createOwner(accountId: string, email: string, passwordHash: string, actor: AuditActor): Promise<UserRecord | null> {
     const createdAt = (this.deps.now ?? (() => new Date()))();
-    const user = await this.deps.users.insert({ accountId, email, passwordHash, createdAt });
+    await this.deps.owners.ensureOwnerCount(accountId);
+    const user = await this.deps.users.insert({ accountId, email, passwordHash, createdAt, memberships: [{ accountId, role: 'owner', joinedAt: createdAt }] });
     if (!user) return null;
+    await this.deps.owners.ownerAdded(accountId);
     await this.deps.audit.record({ ...actor, event: 'user.created', accountId, details: { userId: user.id, email: user.email } }, createdAt);
     return user;
   }
@@ -57,7 +64,10 @@ export class UserService {
   /** Deletes the user and ends every session of theirs at once. */
   async delete(userId: unknown, actor: AuditActor): Promise<{ userId: string; sessionsEnded: number }> {
     const id = typeof userId === 'string' ? userId.trim().toLowerCase() : '';
-    const user = /^[0-9a-f]{24}$/.test(id) ? await this.deps.users.delete(id) : null;
+    const found = /^[0-9a-f]{24}$/.test(id) ? await this.deps.users.findById(id) : null;
+    // The owner counts go down first: a crash before the deletion leaves them low (safe), never high.
+    for (const m of found?.memberships ?? []) if (m.role === 'owner') await this.deps.owners.ownerDeleted(m.accountId);
+    const user = found ? await this.deps.users.delete(found.id) : null;
     if (!user) throw invalid('id', 'id must be the id of an existing console user');
     const sessionsEnded = await this.deps.sessions.deleteForUser(user.id);
     await this.deps.audit.record({ ...actor, event: 'user.deleted', accountId: user.accountId, details: { userId: user.id, email: user.email, sessionsEnded } }, new Date());
