@@ -239,7 +239,8 @@ async function main() {
     uri = db.match![1];
   }
   // Production mode refuses an unchecked Host; the bench calls the gateway by its loopback name.
-  const env = { MONGODB_URI: uri, NODE_ENV: 'production', ALLOWED_HOSTS: '127.0.0.1,localhost' };
+  // SMTP_URL: required in production; the bench signs nobody up, so nothing is sent.
+  const env = { MONGODB_URI: uri, NODE_ENV: 'production', ALLOWED_HOSTS: '127.0.0.1,localhost', SMTP_URL: 'smtp://127.0.0.1:1' };
   const account = await cli(env, 'account', 'create', '--name', 'graphql-bench', '--credits', '10000000');
   const { key } = await cli(env, 'key', 'create', '--account', account.accountId, '--name', 'bench');
   const worker = await run('workers/main.ts', [], { ...env, LOG_LEVEL: 'warn' });
