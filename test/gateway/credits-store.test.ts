@@ -54,8 +54,8 @@ describe('MongoAccountStore', () => {
 
   it('one-shot changes record nothing, so an unsettled op id outlives any number of them; settle forgets one id', async () => {
     const a = await store.create('g', 2000, new Date());
-    expect(await store.apply(a.id, -5, 'job:kept')).toEqual({ kind: 'applied', balance: 1995, lowCredits: { threshold: 10, armed: true } });
-    expect(await store.apply(a.id, 1, 'refund:kept')).toEqual({ kind: 'applied', balance: 1996, lowCredits: { threshold: 10, armed: true } });
+    expect(await store.apply(a.id, -5, 'job:kept')).toEqual({ kind: 'applied', balance: 1995, lowCredits: { threshold: 10, armed: true }, recharge: null });
+    expect(await store.apply(a.id, 1, 'refund:kept')).toEqual({ kind: 'applied', balance: 1996, lowCredits: { threshold: 10, armed: true }, recharge: null });
     for (let i = 0; i < 1500; i += 50) await Promise.all(Array.from({ length: 50 }, () => store.apply(a.id, -1, null)));
     const ops = async () => (await connection.db!.collection('accounts').findOne({ name: 'g' }))!.ops;
     expect(await ops()).toEqual(['job:kept', 'refund:kept']);
