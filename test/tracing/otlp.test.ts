@@ -85,7 +85,7 @@ beforeAll(async () => {
   const connection = await mongoose.createConnection(uri, { serverSelectionTimeoutMS: 5000 }).asPromise();
   const admin = await buildAdminServices({ connection, host: 'test' });
   const actor = { actor: 'test', ip: '127.0.0.1', host: 'test' };
-  const account = await admin.credits.createAccount('traced', 10, actor);
+  const account = await admin.credits.createAccount('traced', 100, actor);
   key = (await admin.keys.create(account.id, 'traced', actor)).key;
   await admin.close();
   await connection.close();
