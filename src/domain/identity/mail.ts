@@ -1,7 +1,20 @@
-import type { AuditActor } from '../audit/types.js';
+import type { AuditActor, AuditStore } from '../audit/types.js';
+import type { PasswordHasher } from '../console/passwords.js';
 import type { ClientMeta } from '../console/sessions.js';
 import type { EmailMessage, EmailSender } from '../email/ports.js';
+import type { EmailThrottle } from '../email/throttle.js';
 import { AppError } from '../errors.js';
+import type { LinkTokens } from '../links/service.js';
+
+/** What every service that emails a link needs: the links, the sender, the throttle, the hasher and the audit. */
+export interface MailingDeps {
+  links: LinkTokens;
+  mail: EmailSender;
+  throttle: EmailThrottle;
+  hasher: PasswordHasher;
+  audit: AuditStore;
+  host: string;
+}
 
 /** Sends, or fails with the catalog's 503 (the SMTP server refused or could not be reached). */
 export async function sendOrFail(mail: EmailSender, message: EmailMessage): Promise<void> {

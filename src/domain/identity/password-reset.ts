@@ -1,14 +1,10 @@
-import type { AuditStore } from '../audit/types.js';
-import type { PasswordHasher } from '../console/passwords.js';
 import { checkNewPassword, MAX_PASSWORD_LENGTH, normalizeEmail } from '../console/passwords.js';
 import type { SessionStore, UserStore } from '../console/records.js';
 import type { ClientMeta, ConsoleCaller } from '../console/sessions.js';
-import type { EmailSender } from '../email/ports.js';
-import type { EmailThrottle } from '../email/throttle.js';
 import { AppError } from '../errors.js';
-import type { LinkTokens } from '../links/service.js';
 import { resetPasswordMessage } from './emails.js';
 import { consoleActor, sendOrFail } from './mail.js';
+import type { MailingDeps } from './mail.js';
 import type { CredentialStore } from './ports.js';
 
 export const RESET_LINK_MS = 3_600_000;
@@ -26,16 +22,10 @@ export class PasswordService {
   private readonly now: () => Date;
 
   constructor(
-    private readonly deps: {
+    private readonly deps: MailingDeps & {
       users: Pick<UserStore, 'findByEmail' | 'findById'>;
       credentials: Pick<CredentialStore, 'setPasswordHash'>;
       sessions: Pick<SessionStore, 'deleteForUser'>;
-      links: LinkTokens;
-      mail: EmailSender;
-      throttle: EmailThrottle;
-      hasher: PasswordHasher;
-      audit: AuditStore;
-      host: string;
       now?: () => Date;
     },
   ) {

@@ -1,16 +1,12 @@
-import type { AuditStore } from '../audit/types.js';
-import type { PasswordHasher } from '../console/passwords.js';
 import { checkNewPassword, normalizeEmail } from '../console/passwords.js';
 import type { UserStore } from '../console/records.js';
 import type { ClientMeta, SessionService } from '../console/sessions.js';
 import type { UserService } from '../console/users.js';
 import type { CreditService } from '../credits/service.js';
-import type { EmailThrottle } from '../email/throttle.js';
 import { invalid } from '../errors.js';
-import type { LinkTokens } from '../links/service.js';
 import { accountExistsMessage, verifyEmailMessage } from './emails.js';
-import type { EmailSender } from '../email/ports.js';
 import { consoleActor, sendOrFail } from './mail.js';
+import type { MailingDeps } from './mail.js';
 import { RESET_LINK_MS } from './password-reset.js';
 
 export const VERIFY_LINK_MS = 24 * 3_600_000;
@@ -31,17 +27,11 @@ export class SignUpService {
   private readonly now: () => Date;
 
   constructor(
-    private readonly deps: {
+    private readonly deps: MailingDeps & {
       users: Pick<UserStore, 'findByEmail'>;
       userService: Pick<UserService, 'createOwner'>;
       credits: Pick<CreditService, 'createAccount' | 'grant'>;
       sessions: Pick<SessionService, 'start'>;
-      links: LinkTokens;
-      mail: EmailSender;
-      throttle: EmailThrottle;
-      hasher: PasswordHasher;
-      audit: AuditStore;
-      host: string;
       signupCredits: number;
       now?: () => Date;
     },
