@@ -80,15 +80,21 @@ export class QueueNotificationChannel extends BaseNotificationChannel {
 
   private async openStream(): Promise<void> {
     // watch() is lazy; a probe's first round trip tells whether the deployment supports change streams
-    // (a stream used as an iterator cannot become an event emitter, hence two streams).
+    // (a stream used as an iterator cannot become an event emitter, hence two streams). The emitter
+    // stream opens its cursor only after connect() has returned, so it resumes from the probe's position:
+    // an insert made as soon as connect() returns is reported, not left to the backstop poll.
     const probe = this.db.collection(this.collection).watch([], { maxAwaitTimeMS: 1 });
+    let from: unknown;
     try {
       await probe.tryNext();
+      from = probe.resumeToken;
     } finally {
       await probe.close().catch(() => undefined);
     }
     const stream = this.db.collection(this.collection).watch<Document>([{ $match: { operationType: 'insert' } }], {
       maxAwaitTimeMS: 1000,
+      // Absent only where the server sends no postBatchResumeToken (MongoDB before 4.0.7).
+      ...(from ? { resumeAfter: from } : {}),
     });
     stream.on('change', (change: Document) => {
       const doc = change.fullDocument as { _id: unknown; name: string; nextRunAt?: Date | null; priority?: number; disabled?: boolean } | undefined;

@@ -56,3 +56,26 @@ it('watches again once the database is back after an outage', async () => {
   await channel.disconnect();
   expect(channel.crossProcess).toBe(false);
 });
+
+it('reports an insert made as soon as connect() returns (the stream starts where the probe answered)', async () => {
+  const server = await startEmbeddedMongo({ port: 0 });
+  servers.push(server);
+  const own = await MongoClient.connect(server.uri, { serverSelectionTimeoutMS: 2000 });
+  try {
+    const db = own.db('channel_start');
+    // Several rounds: each one a fresh channel and a single insert right after connect, never repeated.
+    for (let round = 0; round < 5; round++) {
+      const channel = new QueueNotificationChannel(db, `entries_${round}`, 'changestream');
+      const seen: string[] = [];
+      channel.subscribe((n) => {
+        seen.push(n.jobName);
+      });
+      await channel.connect();
+      await db.collection(`entries_${round}`).insertOne({ name: `first ${round}`, nextRunAt: new Date() });
+      await waitFor(`round ${round}'s insert to be reported`, () => seen.includes(`first ${round}`));
+      await channel.disconnect();
+    }
+  } finally {
+    await own.close(true);
+  }
+});
