@@ -21,6 +21,12 @@ export class MemoryAccountStore implements AccountStore {
     this.accounts.set(a.id, a);
     return { id: a.id, name, credits, createdAt: now };
   }
+  async createWithId(id: string, name: string, now: Date) {
+    const existing = await this.find(id);
+    if (existing) return { account: existing, created: false };
+    this.accounts.set(id, { id, name, credits: 0, createdAt: now, ops: [] as string[], usage: new Map() as MemoryUsage });
+    return { account: { id, name, credits: 0, createdAt: now }, created: true };
+  }
   async find(id: string) {
     const a = this.accounts.get(id);
     return a ? { id: a.id, name: a.name, credits: a.credits, createdAt: a.createdAt } : null;
