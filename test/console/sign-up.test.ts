@@ -157,6 +157,16 @@ describe('sign-up (SIGNUP=open)', () => {
     }
   });
 
+  it('a link opened after the address got a user another way (the CLI) says it expired and creates nothing', async () => {
+    const [link] = await linksFor('cli-first@example.com', ['Too Late']);
+    const other = await t.createAccountWithKey({ credits: 0 });
+    await t.services.console.users.create(other.accountId, 'cli-first@example.com', PASSWORD, { actor: 'test', ip: null, host: 'test' });
+    const opened = await fetch(link!, { redirect: 'manual' });
+    expect(opened.status).toBe(410);
+    expect(await accounts().countDocuments({ name: 'Too Late' })).toBe(0);
+    expect(await t.connection.db!.collection('signup_claims').countDocuments({ _id: 'cli-first@example.com' as never })).toBe(0);
+  });
+
   it('a taken address gets the same answer, and an email with a reset link instead', async () => {
     await signUp({ accountName: 'First', email: 'fay@example.com', password: PASSWORD });
     await fetch(onThisApp((await smtp.nextMessage('fay@example.com')).links[0]!), { redirect: 'manual' });
