@@ -221,8 +221,9 @@ export class ManualKeyFeed implements KeyChangeFeed {
     this.listeners.add(l);
     return () => this.listeners.delete(l);
   }
-  change(keyId: string, deleted: boolean) {
-    for (const l of this.listeners) l.changed(keyId, deleted);
+  /** `version`: the key's updatedAt (ms) after the change, as the MongoDB feed reports it. */
+  change(keyId: string, deleted: boolean, version?: number) {
+    for (const l of this.listeners) l.changed(keyId, deleted, version);
   }
   lose() {
     this.live = false;
