@@ -133,6 +133,8 @@ async function client(): Promise<void> {
   }
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of the gateway process there.
   const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  // BENCH_GATEWAY_NODE_ARGS: more node options for the gateway processes (e.g. a GC setting to try).
+  prof.push(...(process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(' ').filter(Boolean));
   const startGateway = async (env: Record<string, string>, serverBuild: 'dist' | 'tsx' = build === 'tsx' ? 'tsx' : 'dist', preload: string[] = []) => {
     const child = spawn(process.execPath, [...prof, '--import', 'tsx/esm', ...preload, self, '--server'], {
       cwd: root,
@@ -178,9 +180,9 @@ async function client(): Promise<void> {
       : []),
     ...(traced ? [{ name: 'POST /api/playground/query, tracing on', path: '/api/playground/query', gw: traced }] : []),
   ];
-  // BENCH_ONLY=<index>: one scenario alone (with BENCH_CPU_PROF, to profile it).
+  // BENCH_ONLY=<index>[,<index>...]: only these scenarios (one alone, with BENCH_CPU_PROF, to profile it).
   const only = process.env.BENCH_ONLY;
-  const scenarios = only === undefined ? all : [all[Number(only)]!];
+  const scenarios = only === undefined ? all : only.split(',').map((i) => all[Number(i)]!);
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
   const measure = async (s: (typeof all)[number], secs: number): Promise<Result> => {
     const [g0, d0] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];

@@ -209,6 +209,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state, recharge) => observeBalance({ webhooks, trigger, log }, accountId, balance, state, recharge),
     keyCredits: new MongoKeyCreditStore(connection),
+    onBackgroundError: (err) => log.warn({ err }, 'confirming a capped key\'s reservation failed (the key sweep settles it)'),
   });
   const keys = createKeyServices({
     keys: keyStore,
@@ -330,6 +331,8 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await jobEvents.close();
       await queue.close();
+      // Reservations of charges already answered: confirmed before the connection goes.
+      await credits.confirmed();
       await keys.close();
       await keyFeed.close();
       await closeProvider(provider);

@@ -139,6 +139,7 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
     metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state, recharge) => observeBalance({ webhooks, trigger, log }, accountId, balance, state, recharge),
     keyCredits: new MongoKeyCreditStore(connection),
+    onBackgroundError: (err) => log.warn({ err }, 'confirming a capped key\'s reservation failed (the key sweep settles it)'),
   });
   const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });
   const billing = await openBillingWork(config, { connection, credits, audit: auditStore, queue, webhooks, host: deps.host ?? hostname() });
@@ -147,6 +148,8 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
     billing,
     async close() {
       await queue.close();
+      // Reservations of charges already answered: confirmed before the connection goes.
+      await credits.confirmed();
     },
   };
 }

@@ -4,6 +4,7 @@ import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult, RechargeSt
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageBucket } from './models/usage.js';
+import { CoalescedPulls } from './coalesced-pulls.js';
 
 const DUPLICATE_KEY = 11000;
 
@@ -14,10 +15,13 @@ const DUPLICATE_KEY = 11000;
 export class MongoAccountStore implements AccountStore {
   private readonly model: Model<AccountDoc>;
   private readonly collection: Collection<AccountDoc>;
+  /** One-shot op ids forgotten a window's worth at a time (settleSoon). */
+  private readonly settlements: CoalescedPulls<AccountDoc>;
 
   constructor(connection: Connection) {
     this.model = accountModel(connection);
     this.collection = nativeCollection<AccountDoc>(connection, this.model.collection.collectionName);
+    this.settlements = new CoalescedPulls(this.collection, (ops) => ({ ops: { $in: ops } }));
   }
 
   async init(): Promise<void> {
@@ -106,6 +110,11 @@ export class MongoAccountStore implements AccountStore {
   async settle(accountId: string, opId: string): Promise<void> {
     const _id = toObjectId(accountId);
     if (_id) await this.collection.updateOne({ _id, ops: opId }, { $pull: { ops: opId } });
+  }
+
+  async settleSoon(accountId: string, opId: string): Promise<void> {
+    const _id = toObjectId(accountId);
+    if (_id) await this.settlements.pull(_id, opId);
   }
 
   async balances(accountIds: readonly string[]): Promise<(number | null)[]> {

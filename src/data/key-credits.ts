@@ -2,6 +2,7 @@ import type { Collection, Document } from 'mongodb';
 import type { Connection } from 'mongoose';
 import type { KeyCreditStore, PendingReservation, RefillPeriods, ReserveOutcome } from '../domain/keys/credit-limit.js';
 import { nativeCollection, toObjectId } from './accounts.js';
+import { CoalescedPulls } from './coalesced-pulls.js';
 import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
 
 /** Refund op ids a key remembers (retries of a refund come soon after it). */
@@ -14,9 +15,12 @@ const REFUND_OPS_KEPT = 100;
  */
 export class MongoKeyCreditStore implements KeyCreditStore {
   private readonly collection: Collection<ApiKeyDoc>;
+  /** Confirmations are written a window's worth at a time: nobody waits on them in a request. */
+  private readonly confirmations: CoalescedPulls<ApiKeyDoc>;
 
   constructor(connection: Connection) {
     this.collection = nativeCollection<ApiKeyDoc>(connection, apiKeyCollectionName);
+    this.confirmations = new CoalescedPulls(this.collection, (ops) => ({ pending: { op: { $in: ops } } }));
   }
 
   async reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date): Promise<ReserveOutcome> {
@@ -38,9 +42,11 @@ export class MongoKeyCreditStore implements KeyCreditStore {
           },
         },
       ] as Document[],
-      { returnDocument: 'after', projection: { pending: 1 } },
+      // The period this reservation took from is the one the update just stored (the pending array,
+      // which holds every reservation not yet confirmed, stays on the server).
+      { returnDocument: 'after', projection: { refilledFor: 1 } },
     );
-    if (reserved) return { kind: 'reserved', period: reserved.pending?.find((p) => p.op === op)?.period ?? null };
+    if (reserved) return { kind: 'reserved', period: reserved.refilledFor ?? null };
     const key = await this.collection.findOne({ _id }, { projection: { creditLimit: 1, deletedAt: 1, pending: 1 } });
     if (!key || key.deletedAt || !(typeof key.creditLimit === 'number' && key.creditLimit > 0)) return { kind: 'uncapped' };
     const already = key.pending?.find((p) => p.op === op);
@@ -49,7 +55,7 @@ export class MongoKeyCreditStore implements KeyCreditStore {
 
   async confirm(keyId: string, op: string): Promise<void> {
     const _id = toObjectId(keyId);
-    if (_id) await this.collection.updateOne({ _id, 'pending.op': op }, { $pull: { pending: { op } } });
+    if (_id) await this.confirmations.pull(_id, op);
   }
 
   async release(keyId: string, reservation: { op: string; amount: number; period: string | null }): Promise<void> {

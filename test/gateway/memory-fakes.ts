@@ -61,6 +61,9 @@ export class MemoryAccountStore implements AccountStore {
     const a = this.accounts.get(id);
     if (a) a.ops = a.ops.filter((o) => o !== opId);
   }
+  settleSoon(id: string, opId: string) {
+    return this.settle(id, opId);
+  }
   async voidOp(id: string, opId: string) {
     const a = this.accounts.get(id);
     if (!a) return 'unknown_account' as const;

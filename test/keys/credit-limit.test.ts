@@ -1,3 +1,4 @@
+import { ObjectId } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MongoAccountStore } from '../../src/data/accounts.js';
 import { MongoAuditStore } from '../../src/data/audit.js';
@@ -68,7 +69,11 @@ describe('the limit', () => {
     for (const r of refused) expect(r.body).toMatchObject({ error: 'Key credit limit reached', code: 'key_credit_limit' });
     expect(await balance(acct.accountId)).toBe(95);
     expect(await left(acct.keyId)).toBe(0);
+    // The reservations are confirmed after the answers, in the background: none stays pending.
+    await Promise.all([a.services.credits.confirmed(), b.services.credits.confirmed()]);
     expect((await a.connection.collection('api_keys').findOne({ prefix: acct.key.slice(0, 12) }))?.pending ?? []).toEqual([]);
+    // And the account forgot every one-shot op id once its key's entry was gone.
+    expect((await a.connection.collection('accounts').findOne({ _id: new ObjectId(acct.accountId) }))?.ops ?? []).toEqual([]);
   });
 
   it('a charge needs the balance too: an account short of credits is 402 insufficient_credits and the key keeps its credits', async () => {

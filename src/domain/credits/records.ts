@@ -59,5 +59,10 @@ export interface AccountStore {
    * Keeps the list of recorded ids to the operations still in flight.
    */
   settle(accountId: string, opId: string): Promise<void>;
+  /**
+   * settle, for a caller that does not wait on it in a request: the store may write it together with
+   * others a moment later (resolves once written).
+   */
+  settleSoon(accountId: string, opId: string): Promise<void>;
   balances(accountIds: readonly string[]): Promise<(number | null)[]>;
 }

@@ -25,6 +25,8 @@ export interface CreditServiceDeps {
   metrics?: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
   /** Keys' credit limits (issue 24); without it no charge is held by a key. */
   keyCredits?: KeyCreditStore;
+  /** Failures of the bookkeeping done after a charge was answered (the key sweep repairs what they left). */
+  onBackgroundError?: (err: unknown) => void;
 }
 
 /** Why a refund happened, recorded on its audit entry. */
@@ -51,6 +53,8 @@ export interface RefundInfo {
 export class CreditService implements CreditBalances {
   private readonly now: () => Date;
   private readonly metrics: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
+  /** Confirmations of capped keys' reservations still being written (see charge). */
+  private readonly confirming = new Set<Promise<void>>();
 
   constructor(private readonly deps: CreditServiceDeps) {
     this.now = deps.now ?? (() => new Date());
@@ -120,10 +124,30 @@ export class CreditService implements CreditBalances {
       else if (err instanceof AppError) await this.settleReservation({ ...reservation, keyId, accountId, at: now }).catch(() => undefined);
       throw err;
     }
-    await keys.confirm(keyId, op);
-    // The key's record is final: the account may forget a one-shot charge's id now (a job's waits for its job).
-    if (opId === null) await this.deps.accounts.settle(accountId, op).catch(() => undefined);
+    this.confirmLater(keyId, accountId, op, opId === null);
     return balance;
+  }
+
+  /**
+   * After the account's charge applied, the key's reservation is confirmed, then (a one-shot charge)
+   * the account may forget the op id: in the background, written with other charges' (the answer does
+   * not depend on them, and two writes per charge would double what a capped key costs). In that
+   * order: until the key's entry is gone the account must remember the id, so that the sweep, if this
+   * process dies in between, finds the charge applied and keeps the key's credits spent.
+   */
+  private confirmLater(keyId: string, accountId: string, op: string, oneShot: boolean): void {
+    const keys = this.deps.keyCredits!;
+    const done: Promise<void> = keys
+      .confirm(keyId, op)
+      .then(() => (oneShot ? this.deps.accounts.settleSoon(accountId, op) : undefined))
+      .catch((err: unknown) => this.deps.onBackgroundError?.(err))
+      .finally(() => this.confirming.delete(done));
+    this.confirming.add(done);
+  }
+
+  /** Waits until the reservations of every charge answered so far are confirmed (shutdown, tests). */
+  async confirmed(): Promise<void> {
+    while (this.confirming.size > 0) await Promise.all([...this.confirming]);
   }
 
   /**
