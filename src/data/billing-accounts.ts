@@ -69,6 +69,13 @@ export class MongoBillingAccountStore implements BillingAccountStore {
     return after?.autoRecharge ? { credits: after.autoRecharge.credits } : null;
   }
 
+  async rechargesOn(accountId: string, day: string): Promise<number> {
+    const _id = toObjectId(accountId);
+    if (!_id) return 0;
+    const doc = await this.collection.findOne({ _id }, { projection: { [`rechargeCounts.${day}`]: 1 } });
+    return doc?.rechargeCounts?.[day] ?? 0;
+  }
+
   async finishRecharge(accountId: string, triggerId: string): Promise<void> {
     const _id = toObjectId(accountId);
     if (_id) await this.collection.updateOne({ _id, 'rechargeInFlight.id': triggerId }, { $set: { rechargeInFlight: null } });

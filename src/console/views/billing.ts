@@ -77,6 +77,7 @@ export function billingPage(ctx: PageContext, data: BillingPageData): Html {
 ${data.checkout === 'canceled' ? html`<p class="notice" role="status">Payment canceled: nothing was charged.</p>` : ''}
 ${data.saved ? html`<p class="notice" role="status">Automatic recharge saved.</p>` : ''}
 ${failure ? html`<p class="error" role="alert">Automatic recharge failed ${when(failure.at)} (${failure.reason}) and was turned off.</p>` : ''}
+${data.rechargeLimit ? html`<p class="notice" role="status">Daily limit of automatic recharges reached (${data.rechargeLimit.maxPerDay} a day): automatic recharge starts again after midnight UTC.</p>` : ''}
 ${data.error ? html`<p class="error" role="alert">${data.error}</p>` : ''}
 <div class="card stat"><h2>Credit balance</h2><p class="big" data-balance>${data.balance}</p></div>
 <h2>Buy credits</h2>

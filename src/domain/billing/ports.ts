@@ -68,6 +68,8 @@ export interface BillingAccountStore {
    * none is in flight and fewer than `maxPerDay` ran on `day`; counts it. Null when another won or none is due.
    */
   claimRecharge(accountId: string, balance: number, claim: { id: string; at: Date; day: string; maxPerDay: number }): Promise<{ credits: number } | null>;
+  /** How many automatic recharges were claimed on `day` (`YYYY-MM-DD`, UTC). */
+  rechargesOn(accountId: string, day: string): Promise<number>;
   /** Clears the in-flight marker if it is still `triggerId`'s. */
   finishRecharge(accountId: string, triggerId: string): Promise<void>;
   /** Clears `triggerId`'s marker, turns auto-recharge off and records why; false when the marker was not its. */
