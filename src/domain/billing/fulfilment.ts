@@ -90,13 +90,32 @@ export class PurchaseFulfilment {
     }
     // A refund of a purchase a crash left half-done: its credits are granted first, then taken back.
     if (purchase.state === 'pending') await this.finish(purchase);
-    for (const refund of await provider.refundsOf(chargeId)) {
-      const credits = Math.min(purchase.credits, Math.round((purchase.credits * refund.amount) / purchase.amount));
-      if (credits <= 0) continue;
+    // Oldest first, each taking what brings the credits taken back to the rounded share of all refunded
+    // so far (rounding each refund alone would drift: three thirds took back 99 of 100). Recorded refunds
+    // count with what they took: a retry, on any instance, computes the same shares.
+    const recorded = new Map(purchase.refunds.map((r) => [r.id, r.credits]));
+    const refunds = (await provider.refundsOf(chargeId)).sort((a, b) => a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    let refundedAmount = 0;
+    let takenBack = 0;
+    for (const refund of refunds) {
+      refundedAmount += refund.amount;
+      const known = recorded.get(refund.id);
+      if (known !== undefined) {
+        takenBack += known;
+        continue;
+      }
+      const credits = Math.max(0, refundShare(purchase, refundedAmount) - takenBack);
+      takenBack += credits;
+      if (credits === 0) continue;
       const details = { purchaseId: purchase.id, refundId: refund.id, amount: refund.amount, currency: purchase.currency, credits };
       await this.deps.credits.takeBack(purchase.accountId, credits, refundOpId(refund.id), details, this.actor);
       await this.deps.purchases.addRefund(purchase.id, { id: refund.id, amount: refund.amount, credits, at: this.now() });
     }
     return 'refunds_taken_back';
   }
+}
+
+/** The credits a refunded amount takes back: `round(credits × refunded / amount)`, never more than the purchase's. */
+function refundShare(purchase: PurchaseRecord, refundedAmount: number): number {
+  return Math.min(purchase.credits, Math.round((purchase.credits * refundedAmount) / purchase.amount));
 }

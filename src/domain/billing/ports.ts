@@ -25,8 +25,8 @@ export interface PaymentProvider {
     currency: string;
     triggerId: string;
   }): Promise<{ ok: true; paymentIntentId: string } | { ok: false; reason: string; paymentIntentId: string | null }>;
-  /** The refunds of a charge (not failed or canceled). */
-  refundsOf(chargeId: string): Promise<{ id: string; amount: number }[]>;
+  /** The refunds of a charge (not failed or canceled), `created` in seconds since the epoch. */
+  refundsOf(chargeId: string): Promise<{ id: string; amount: number; created: number }[]>;
   /** `metadata.account_id` of a PaymentIntent (null: not one of ours, or unknown). */
   accountOfPaymentIntent(paymentIntentId: string): Promise<string | null>;
 }
