@@ -134,8 +134,8 @@ export class FakePayments implements PaymentProvider {
   card: 'succeed' | 'decline' = 'succeed';
   readonly customers: string[] = [];
   readonly sessions: { id: string; accountId: string; credits: number; amount: number; currency: string }[] = [];
-  /** PaymentIntents by id, with the account they were made for (`metadata.account_id`). */
-  readonly paymentIntents = new Map<string, { accountId: string; credits: number; amount: number; status: 'succeeded' | 'requires_payment_method' }>();
+  /** PaymentIntents by id, with the account they were made for (`metadata.account_id`); `offSession`: automatic recharge's. */
+  readonly paymentIntents = new Map<string, { accountId: string; credits: number; amount: number; offSession: boolean; status: 'succeeded' | 'requires_payment_method' }>();
   private readonly byIdempotencyKey = new Map<string, string>();
   /** Refunds by charge id, with their creation time in seconds (Stripe lists newest first). */
   readonly refunds = new Map<string, { id: string; amount: number; created: number }[]>();
@@ -163,14 +163,14 @@ export class FakePayments implements PaymentProvider {
     const id = known ?? this.id('pi');
     if (!known) {
       this.byIdempotencyKey.set(input.triggerId, id);
-      this.paymentIntents.set(id, { accountId: input.accountId, credits: input.credits, amount: input.amount, status: this.card === 'succeed' ? 'succeeded' : 'requires_payment_method' });
+      this.paymentIntents.set(id, { accountId: input.accountId, credits: input.credits, amount: input.amount, offSession: true, status: this.card === 'succeed' ? 'succeeded' : 'requires_payment_method' });
     }
     return this.paymentIntents.get(id)!.status === 'succeeded' ? { ok: true as const, paymentIntentId: id } : { ok: false as const, reason: 'generic_decline', paymentIntentId: id };
   }
   /** A PaymentIntent made elsewhere (a Checkout's), so accountOfPaymentIntent knows it. */
   paymentIntentFor(accountId: string, credits: number, amount: number): string {
     const id = this.id('pi');
-    this.paymentIntents.set(id, { accountId, credits, amount, status: 'succeeded' });
+    this.paymentIntents.set(id, { accountId, credits, amount, offSession: false, status: 'succeeded' });
     return id;
   }
   /** Refunds `amount` of a charge, `created` seconds (default: after the charge's last refund). */
