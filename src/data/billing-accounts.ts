@@ -27,7 +27,8 @@ export class MongoBillingAccountStore implements BillingAccountStore {
       cardSaved: doc.cardSaved === true,
       autoRecharge: doc.autoRecharge ?? null,
       rechargeFailure: doc.rechargeFailure ?? null,
-      rechargeInFlight: inFlight ? { id: inFlight.id, at: inFlight.at, credits: doc.autoRecharge?.credits ?? 0 } : null,
+      // The pack recorded with the claim; a marker without one (the previous release's, or a crash just after the claim) buys the settings' pack.
+      rechargeInFlight: inFlight ? { id: inFlight.id, at: inFlight.at, credits: inFlight.credits ?? doc.autoRecharge?.credits ?? 0 } : null,
     };
   }
 
@@ -66,7 +67,12 @@ export class MongoBillingAccountStore implements BillingAccountStore {
       { $set: { rechargeInFlight: { id: claim.id, at: claim.at } }, $inc: { [count]: 1 } },
       { returnDocument: 'after', projection: { autoRecharge: 1 } },
     );
-    return after?.autoRecharge ? { credits: after.autoRecharge.credits } : null;
+    if (!after?.autoRecharge) return null;
+    // The pack as it was when claimed, kept on the marker: a retry after the owner changes the pack
+    // still buys this one (Stripe refuses the same idempotency key with another amount).
+    const credits = after.autoRecharge.credits;
+    await this.collection.updateOne({ _id, 'rechargeInFlight.id': claim.id, 'rechargeInFlight.credits': { $exists: false } }, { $set: { 'rechargeInFlight.credits': credits } });
+    return { credits };
   }
 
   async rechargesOn(accountId: string, day: string): Promise<number> {

@@ -45,7 +45,7 @@ interface BillingDoc {
   cardSaved: boolean;
   autoRecharge: AutoRechargeSettings | null;
   rechargeFailure: { at: Date; reason: string } | null;
-  rechargeInFlight: { id: string; at: Date } | null;
+  rechargeInFlight: { id: string; at: Date; credits?: number } | null;
   rechargeCounts: Record<string, number>;
 }
 
@@ -72,7 +72,7 @@ export class MemoryBillingAccountStore implements BillingAccountStore {
     const doc = this.docs.get(accountId);
     if (!doc) return null;
     const { rechargeCounts: _counts, rechargeInFlight, ...rest } = structuredClone(doc);
-    return { ...rest, rechargeInFlight: rechargeInFlight ? { ...rechargeInFlight, credits: doc.autoRecharge?.credits ?? 0 } : null };
+    return { ...rest, rechargeInFlight: rechargeInFlight ? { ...rechargeInFlight, credits: rechargeInFlight.credits ?? doc.autoRecharge?.credits ?? 0 } : null };
   }
   async setCustomerOnce(accountId: string, customerId: string) {
     const doc = this.doc(accountId);
@@ -91,7 +91,7 @@ export class MemoryBillingAccountStore implements BillingAccountStore {
     const doc = this.docs.get(accountId);
     if (!doc?.autoRecharge?.enabled || !(doc.autoRecharge.threshold > balance) || doc.rechargeInFlight) return null;
     if ((doc.rechargeCounts[claim.day] ?? 0) >= claim.maxPerDay) return null;
-    doc.rechargeInFlight = { id: claim.id, at: claim.at };
+    doc.rechargeInFlight = { id: claim.id, at: claim.at, credits: doc.autoRecharge.credits };
     doc.rechargeCounts[claim.day] = (doc.rechargeCounts[claim.day] ?? 0) + 1;
     return { credits: doc.autoRecharge.credits };
   }
@@ -161,6 +161,11 @@ export class FakePayments implements PaymentProvider {
   async chargeSavedCard(input: { customerId: string; accountId: string; credits: number; amount: number; currency: string; triggerId: string }) {
     const known = this.byIdempotencyKey.get(input.triggerId);
     const id = known ?? this.id('pi');
+    const earlier = known ? this.paymentIntents.get(known) : undefined;
+    // As Stripe does: a key reused with other parameters is an error, not the earlier PaymentIntent.
+    if (earlier && (earlier.credits !== input.credits || earlier.amount !== input.amount)) {
+      throw new Error('Keys for idempotent requests can only be used with the same parameters they were first used with');
+    }
     if (!known) {
       this.byIdempotencyKey.set(input.triggerId, id);
       this.paymentIntents.set(id, { accountId: input.accountId, credits: input.credits, amount: input.amount, offSession: true, status: this.card === 'succeed' ? 'succeeded' : 'requires_payment_method' });

@@ -174,6 +174,25 @@ describe('auto-recharge trigger: once per threshold crossing, one in flight', ()
     expect(await s.balance()).toBe(210);
   });
 
+  it('a retry after the pack was changed buys the pack the recharge was claimed for, on the same PaymentIntent', async () => {
+    const s = await setup({ credits: 30, threshold: 120 });
+    await s.charge(20);
+    const [entry] = s.queue.entries;
+    crashOnce(s.fulfilment, 'fulfil');
+    await expect(s.work()).rejects.toThrow('crash');
+    // The owner picks the 1000 pack while the charged recharge waits for its retry.
+    await s.service.saveAutoRecharge(s.accountId, { enabled: 'on', threshold: '120', credits: '1000' }, actor);
+    expect(await s.autoRecharge.run(entry!.accountId, entry!.triggerId)).toBe('charged');
+    expect(s.intents().map(([, pi]) => [pi.credits, pi.amount])).toEqual([[100, 500]]);
+    expect(await s.balance()).toBe(210);
+    expect(await s.inFlight()).toBeNull();
+    // The next recharge buys the new pack.
+    await s.charge(100);
+    await s.work();
+    expect(s.intents().map(([, pi]) => pi.credits)).toEqual([100, 1000]);
+    expect(await s.balance()).toBe(1110);
+  });
+
   it('the sweep queues again a recharge whose queue entry was lost, once it is five minutes old', async () => {
     const s = await setup({ credits: 30, threshold: 120 });
     await s.charge(20);
