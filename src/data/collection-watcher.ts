@@ -47,6 +47,12 @@ export interface CollectionWatcherOptions<T extends Document = Document> {
   operationTypes?: readonly WatchEvent['operationType'][];
   /** Look up the full document for updates in the stream (one more read per change on the server). */
   fullDocument?: boolean;
+  /**
+   * Report an update only when it sets one of these fields (the stream filters on the server, so other
+   * updates cost this process nothing); inserts, replaces and deletes are reported as before. Polling
+   * sees only writes that move `updatedAtField` anyway: name that field here too.
+   */
+  updatesSetting?: readonly string[];
   mode?: WatchMode;
   pollMs?: number;
   /** Field moved by every write, for polling. */
@@ -69,8 +75,8 @@ export class CollectionWatcher<T extends Document = Document> {
   /** Polling position: documents with updatedAt >= since - overlap are read again; `delivered` dedupes. */
   private since = new Date();
   private readonly delivered = new Map<string, number>();
-  private readonly opts: Required<Omit<CollectionWatcherOptions<T>, 'match' | 'onStateChange' | 'log'>> &
-    Pick<CollectionWatcherOptions<T>, 'match' | 'onStateChange' | 'log'>;
+  private readonly opts: Required<Omit<CollectionWatcherOptions<T>, 'match' | 'onStateChange' | 'log' | 'updatesSetting'>> &
+    Pick<CollectionWatcherOptions<T>, 'match' | 'onStateChange' | 'log' | 'updatesSetting'>;
 
   constructor(options: CollectionWatcherOptions<T>) {
     this.opts = {
@@ -121,9 +127,16 @@ export class CollectionWatcher<T extends Document = Document> {
   private async openStream(): Promise<void> {
     const collection = this.opts.db.collection<T>(this.opts.collection);
     const $match: Document = { operationType: { $in: [...this.opts.operationTypes] } };
+    const and: Document[] = [];
     if (this.opts.match) {
-      $match.$or = [{ operationType: 'delete' }, prefixFields(this.opts.match as Document, 'fullDocument.')];
+      and.push({ $or: [{ operationType: 'delete' }, prefixFields(this.opts.match as Document, 'fullDocument.')] });
     }
+    if (this.opts.updatesSetting) {
+      const sets = this.opts.updatesSetting.map((field) => ({ [`updateDescription.updatedFields.${field}`]: { $exists: true } }));
+      and.push({ $or: [{ operationType: { $ne: 'update' } }, ...sets] });
+    }
+    if (and.length === 1) Object.assign($match, and[0]);
+    else if (and.length > 1) $match.$and = and;
     const stream = collection.watch<T>([{ $match }], {
       fullDocument: this.opts.fullDocument ? 'updateLookup' : undefined,
       maxAwaitTimeMS: 1000,

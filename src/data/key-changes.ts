@@ -19,13 +19,17 @@ export class MongoKeyChangeFeed implements KeyChangeFeed {
       collection: apiKeyCollectionName,
       operationTypes: ['update', 'replace', 'delete'],
       fullDocument: true,
+      // Settings changes and revocations move updatedAt; a charge's reservation, its confirmation, a
+      // refund, a lastUsedAt write do not, and on a capped key they come with every request: filtered
+      // out in the stream, they cost no gateway a round trip or a document read.
+      updatesSetting: ['updatedAt'],
       mode: opts.mode ?? 'auto',
       pollMs: opts.pollMs ?? 1000,
       log: opts.log,
       onEvent: (event) => {
         const keyId = String(event.documentKey._id);
         const deleted = event.operationType === 'delete' || !event.fullDocument || event.fullDocument.deletedAt != null;
-        // A charge moves creditsLeft but not updatedAt: listeners that cache settings may skip it.
+        // Updates that do not move updatedAt never arrive (see updatesSetting); polling reads by updatedAt.
         const version = event.fullDocument?.updatedAt?.getTime();
         for (const l of this.listeners) l.changed(keyId, deleted, version);
       },

@@ -64,6 +64,26 @@ describe('CollectionWatcher', () => {
     ]);
   });
 
+  it('updatesSetting: an update that does not set a named field never arrives; other operations do', async () => {
+    const { w, events } = watch('u', { fullDocument: true, updatesSetting: ['updatedAt'], match: { owner: 'me' } });
+    await w.start();
+    const col = db.collection('u');
+    await col.insertOne({ _id: 1 as never, owner: 'me', n: 0, updatedAt: new Date(0) });
+    await col.updateOne({ _id: 1 as never }, { $inc: { n: 1 } });
+    await col.updateOne({ _id: 1 as never }, [{ $set: { n: { $add: ['$n', 1] } } }]);
+    await col.updateOne({ _id: 1 as never }, { $set: { n: 10, updatedAt: new Date() } });
+    await col.insertOne({ _id: 2 as never, owner: 'other', updatedAt: new Date() });
+    await col.replaceOne({ _id: 1 as never }, { owner: 'me', n: 11 });
+    await col.deleteOne({ _id: 1 as never });
+    await until(() => events.some((e) => e.operationType === 'delete'), 'the delete');
+    expect(events.map((e) => [e.operationType, e.documentKey._id, (e.fullDocument as { n?: number } | undefined)?.n])).toEqual([
+      ['insert', 1, 0],
+      ['update', 1, 10],
+      ['replace', 1, 11],
+      ['delete', 1, undefined],
+    ]);
+  });
+
   it('poll mode: reports documents whose updatedAt moved, once each, and is not live', async () => {
     const { w, events } = watch('c', { mode: 'poll' });
     await w.start();

@@ -11,7 +11,7 @@ import { Collection } from './collection.js';
 import { validateCollectionName, type Engine } from './engine.js';
 import { MongoError, wrongFieldType } from './errors.js';
 import { getPath } from './matcher.js';
-import { applyUpdate, type UpdateDescription } from './update.js';
+import { applyUpdate, describeChange, type UpdateDescription } from './update.js';
 import { validateWrite } from './validator.js';
 
 /** What the insert and update commands check in a document before storing it; $out and $merge check the same. */
@@ -371,15 +371,6 @@ function runUpdatePipeline(before: Doc, pipeline: Doc[], letStage: Aggregator, r
   }
   const { _id, ...rest } = out;
   return { _id: before._id, ...rest };
-}
-
-/** The top-level fields a pipeline update set or removed, for its change event. */
-function describeChange(before: Doc, after: Doc): UpdateDescription {
-  const updatedFields: Doc = {};
-  for (const [key, value] of Object.entries(after)) {
-    if (!(key in before) || canonicalKey(before[key]) !== canonicalKey(value)) updatedFields[key] = value;
-  }
-  return { updatedFields, removedFields: Object.keys(before).filter((key) => !(key in after)) };
 }
 
 /** mongod's context on a $merge write error: the code stays, the message says which part of $merge failed. */

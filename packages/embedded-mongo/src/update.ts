@@ -6,7 +6,7 @@
 // collation. $setOnInsert (which mingo lacks) is applied here, only when inserting.
 import { Decimal128, Long, Timestamp } from 'bson';
 import { update as mingoUpdate, Aggregator } from 'mingo';
-import { bsonTypeName, compareValues, copyFields, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
+import { bsonTypeName, canonicalKey, compareValues, copyFields, deepCopy, double, getField, isPlainObject, numberType, setField, toNumber, typeRank, type Doc, type NumberType, type StringCompare } from './bson-order.js';
 import { comparingOperator, notWithCollation } from './collation.js';
 import { compileFilter, positionalIndex } from './matcher.js';
 import { MongoError } from './errors.js';
@@ -556,7 +556,8 @@ export function applyUpdate(
     const [out] = new Aggregator(u, {}).run([deepCopy(original)]) as Doc[];
     const doc = out ?? {};
     if (original._id !== undefined) doc._id = original._id;
-    return finish(original, doc, undefined);
+    // An update event, as MongoDB 5.0+ reports a pipeline update (not a replace): its changed fields.
+    return finish(original, doc, describeChange(original, doc));
   }
   if (!isOperatorUpdate(u)) {
     if (!opts.inserting) checkTopLevelNames(Object.keys(u));
@@ -667,6 +668,15 @@ function sameKeyOrder(x: any, y: any): boolean {
   const kx = Object.keys(x);
   const ky = Object.keys(y);
   return kx.length === ky.length && kx.every((k, i) => k === ky[i] && sameKeyOrder(x[k], y[k]));
+}
+
+/** The top-level fields a pipeline update set or removed, for its change event. */
+export function describeChange(before: Doc, after: Doc): UpdateDescription {
+  const updatedFields: Doc = {};
+  for (const [key, value] of Object.entries(after)) {
+    if (!(key in before) || canonicalKey(before[key]) !== canonicalKey(value)) updatedFields[key] = value;
+  }
+  return { updatedFields, removedFields: Object.keys(before).filter((key) => !(key in after)) };
 }
 
 function finish(original: Doc, doc: Doc, description: UpdateDescription | undefined): UpdateOutcome {

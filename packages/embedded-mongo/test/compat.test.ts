@@ -414,6 +414,20 @@ describe('GridFS, change streams and TTL', () => {
     expect(next.operationType).toBe('replace');
   });
 
+  it('reports a pipeline update as an update event with the fields it changed (as MongoDB 5.0+ does)', async () => {
+    const c = testDb.db.collection<{ v: number; w?: number; gone?: number; same: number }>('watched_pipeline');
+    await testDb.db.createCollection('watched_pipeline').catch(() => undefined);
+    const { insertedId } = await c.insertOne({ v: 1, gone: 1, same: 5 });
+    const stream = c.watch([], { maxAwaitTimeMS: 200 });
+    expect(await stream.tryNext()).toBeNull();
+    await c.updateOne({ _id: insertedId }, [{ $set: { v: { $add: ['$v', 1] }, w: 7, same: 5 } }, { $unset: 'gone' }]);
+    const event: any = await stream.next();
+    await stream.close();
+    expect(event.operationType).toBe('update');
+    expect(event.updateDescription.updatedFields).toEqual({ v: 2, w: 7 });
+    expect(event.updateDescription.removedFields).toEqual(['gone']);
+  });
+
   it('delivers a filtered insert event to a watch opened before the write', async () => {
     const c = testDb.db.collection('watched_inserts');
     await testDb.db.createCollection('watched_inserts').catch(() => undefined);
