@@ -65,13 +65,19 @@ export class MongoBillingAccountStore implements BillingAccountStore {
         $or: [{ [count]: { $exists: false } }, { [count]: { $lt: claim.maxPerDay } }],
       },
       { $set: { rechargeInFlight: { id: claim.id, at: claim.at } }, $inc: { [count]: 1 } },
-      { returnDocument: 'after', projection: { autoRecharge: 1 } },
+      { returnDocument: 'after', projection: { autoRecharge: 1, rechargeCounts: 1 } },
     );
     if (!after?.autoRecharge) return null;
     // The pack as it was when claimed, kept on the marker: a retry after the owner changes the pack
-    // still buys this one (Stripe refuses the same idempotency key with another amount).
+    // still buys this one (Stripe refuses the same idempotency key with another amount). Counts older
+    // than the day before go (the day before stays for an instance whose clock is behind at midnight).
     const credits = after.autoRecharge.credits;
-    await this.collection.updateOne({ _id, 'rechargeInFlight.id': claim.id, 'rechargeInFlight.credits': { $exists: false } }, { $set: { 'rechargeInFlight.credits': credits } });
+    const dayBefore = new Date(Date.parse(`${claim.day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+    const stale = Object.keys(after.rechargeCounts ?? {}).filter((day) => day < dayBefore);
+    await this.collection.updateOne(
+      { _id, 'rechargeInFlight.id': claim.id },
+      { $set: { 'rechargeInFlight.credits': credits }, ...(stale.length > 0 && { $unset: Object.fromEntries(stale.map((day) => [`rechargeCounts.${day}`, ''])) }) },
+    );
     return { credits };
   }
 

@@ -64,6 +64,18 @@ describe('MongoBillingAccountStore: claiming a recharge', () => {
     expect(await store.rechargesOn(id, '2026-03-02')).toBe(1);
   });
 
+  it("keeps the counts of the claim's day and the day before only: the account document does not grow a key a day", async () => {
+    const id = await recharging();
+    const counts = async () => (await connection.db!.collection('accounts').findOne({ _id: new Types.ObjectId(id) }))?.rechargeCounts;
+    for (const day of ['2026-02-27', '2026-02-28', '2026-03-01']) {
+      expect(await store.claimRecharge(id, 40, claim(`rch_${day}`, day))).toEqual({ credits: 100 });
+      await store.finishRecharge(id, `rch_${day}`);
+    }
+    expect(await counts()).toEqual({ '2026-02-28': 1, '2026-03-01': 1 });
+    expect(await store.claimRecharge(id, 40, claim('rch_later', '2026-03-09'))).toEqual({ credits: 100 });
+    expect(await counts()).toEqual({ '2026-03-09': 1 });
+  });
+
   it('a claimed recharge buys the pack chosen when it was claimed, though the settings change while it is in flight', async () => {
     const id = await recharging(100);
     expect(await store.claimRecharge(id, 40, claim('rch_pack'))).toEqual({ credits: 100 });
