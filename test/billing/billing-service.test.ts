@@ -13,7 +13,7 @@ const actor = { actor: 'test', ip: null, host: 'test' };
 const catalog: Catalog = { packs: [{ credits: 100, price: 500 }, { credits: 1000, price: 4000 }], currency: 'eur' };
 const urls = { successUrl: 'https://gateway.example/console/billing?checkout=success', cancelUrl: 'https://gateway.example/console/billing' };
 
-async function setup(opts: { stripe?: boolean } = {}) {
+async function setup(opts: { stripe?: boolean; maxPerDay?: number } = {}) {
   let now = new Date('2026-03-01T10:00:00Z');
   const clock = () => now;
   const accounts = new MemoryAccountStore();
@@ -29,7 +29,7 @@ async function setup(opts: { stripe?: boolean } = {}) {
     audit,
     provider: opts.stripe === false ? null : provider,
     catalog,
-    maxRechargesPerDay: 3,
+    maxRechargesPerDay: opts.maxPerDay ?? 3,
     now: clock,
   });
   const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, host: 'test', now: clock });
@@ -137,6 +137,16 @@ describe('BillingService: automatic recharge settings', () => {
     expect(await failure(s.service.saveAutoRecharge(s.accountId, { enabled: undefined, threshold: '10', credits: '7' }, actor))).toMatchObject({ code: 'invalid_request', field: 'pack' });
     expect((await s.service.overview(s.accountId)).account.autoRecharge).toBeNull();
     expect(s.audit.entries.filter((e) => e.event === 'billing.auto_recharge_changed')).toHaveLength(0);
+  });
+
+  it('with AUTO_RECHARGE_MAX_PER_DAY=0 it cannot be turned on, and the page is told so', async () => {
+    const s = await setup({ maxPerDay: 0 });
+    await s.service.startCheckout(s.accountId, '100', urls);
+    await s.pay();
+    const err = await failure(s.service.saveAutoRecharge(s.accountId, { enabled: 'on', threshold: '50', credits: '100' }, actor));
+    expect(err).toMatchObject({ code: 'invalid_request', field: 'enabled', message: 'Automatic recharge is turned off on this server' });
+    const overview = await s.service.overview(s.accountId);
+    expect(overview).toMatchObject({ maxRechargesPerDay: 0, rechargeLimit: null, account: { autoRecharge: null } });
   });
 
   it('turning it off needs no card, and turning it on again clears a past failure', async () => {

@@ -88,6 +88,7 @@ describe('AUTO_RECHARGE_MAX_PER_DAY', () => {
       await recharged(accountId, 3);
       // Said once the day's last one has been claimed, not before.
       if (i < CAP - 1) expect(await billingPage()).not.toContain('Daily limit of automatic recharges reached');
+      if (i === 0) expect(await billingPage()).toContain(`(at most ${CAP} times a day, UTC)`);
     }
 
     // One more crossing the same day: nothing is claimed (the answer comes after the trigger decided).

@@ -27,6 +27,8 @@ export interface BillingOverview {
   catalog: Catalog;
   account: BillingAccount;
   history: HistoryRow[];
+  /** AUTO_RECHARGE_MAX_PER_DAY: automatic recharges per account and UTC day, at most (0: none). */
+  maxRechargesPerDay: number;
   /**
    * Automatic recharge is on but today's (UTC) `maxPerDay` recharges have run: a charge below the
    * threshold starts none until tomorrow. Null while that is not the case.
@@ -61,6 +63,7 @@ export class BillingService {
       catalog: this.deps.catalog,
       account: billing ?? EMPTY,
       history,
+      maxRechargesPerDay: maxPerDay,
       rechargeLimit: limited ? { maxPerDay } : null,
     };
   }
@@ -86,6 +89,7 @@ export class BillingService {
     const pack = this.packOf(input.credits);
     if (enabled) {
       if (!this.deps.provider) throw new AppError('payments_disabled');
+      if (this.deps.maxRechargesPerDay === 0) throw invalid('enabled', 'Automatic recharge is turned off on this server');
       const billing = await this.deps.accounts.get(accountId);
       if (!billing?.cardSaved) throw invalid('enabled', 'Automatic recharge needs a card saved by an earlier purchase: buy a pack first');
     }
