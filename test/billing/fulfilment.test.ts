@@ -270,6 +270,22 @@ describe('fulfilment: a crash between two writes', () => {
     expect(s.entries('credits.purchased')).toHaveLength(1);
   });
 
+  it('a purchase the sweep cannot finish does not hold up the others: they are granted, and the failure is reported', async () => {
+    const s = await setup();
+    // Recorded by an earlier delivery for an account this gateway does not have (its grant fails every time).
+    const foreign = { ...s.session(), id: 'cs_foreign', accountId: 'acct_elsewhere' };
+    await expect(s.fulfilment.fulfil(foreign)).rejects.toMatchObject({ code: 'invalid_request' });
+    const paid = s.session();
+    crashOnce(s.credits, 'purchase');
+    await expect(s.fulfilment.fulfil(paid)).rejects.toThrow('crash');
+    const swept = await s.fulfilment.sweep(s.later(61_000)).catch((err: unknown) => err);
+    expect(swept).toBeInstanceOf(AggregateError);
+    expect((swept as AggregateError).message).toContain('cs_foreign');
+    expect(await s.balance()).toBe(100);
+    expect(s.purchases.docs.get(paid.id)!.state).toBe('granted');
+    expect(s.purchases.docs.get('cs_foreign')!.state).toBe('pending');
+  });
+
   it('a crash after the balance change and before its audit entry: the redelivery writes the entry, not a second grant', async () => {
     const s = await setup();
     const paid = s.session();

@@ -60,10 +60,20 @@ export class PurchaseFulfilment {
     return 'granted';
   }
 
-  /** Finishes purchases a crash left pending (recorded before `before`). */
+  /**
+   * Finishes purchases a crash left pending (recorded before `before`); returns how many. One that
+   * cannot be finished (its account is not on this gateway) does not hold up the others: they are
+   * finished first, then an AggregateError names the ones that failed.
+   */
   async sweep(before: Date, limit = 100): Promise<number> {
     const pending = await this.deps.purchases.pending(before, limit);
-    for (const record of pending) await this.finish(record);
+    const failed: { id: string; err: unknown }[] = [];
+    for (const record of pending) {
+      await this.finish(record).catch((err: unknown) => failed.push({ id: record.id, err }));
+    }
+    if (failed.length > 0) {
+      throw new AggregateError(failed.map((f) => f.err), `billing sweep: ${failed.length} pending purchase(s) could not be finished: ${failed.map((f) => f.id).join(', ')}`);
+    }
     return pending.length;
   }
 
