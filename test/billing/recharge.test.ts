@@ -55,7 +55,10 @@ async function setup(opts: { credits?: number; threshold?: number; maxPerDay?: n
   const { id: accountId } = await credits.createAccount('recharged', opts.credits ?? 30, actor);
   await service.startCheckout(accountId, '100', { successUrl: 'https://gateway.example/ok', cancelUrl: 'https://gateway.example/back' });
   await fulfilment.fulfil({ id: provider.sessions[0]!.id, kind: 'checkout', accountId, credits: 100, amount: 500, currency: 'usd', paymentIntentId: provider.paymentIntentFor(accountId, 100, 500) });
-  await service.saveAutoRecharge(accountId, { enabled: 'on', threshold: String(opts.threshold ?? 120), credits: '100' }, actor);
+  const settings = { enabled: 'on', threshold: String(opts.threshold ?? 120), credits: '100' };
+  // With a cap of 0 the service refuses to turn it on: settings saved before the operator set it.
+  if (maxPerDay === 0) await billing.saveAutoRecharge(accountId, { enabled: true, threshold: opts.threshold ?? 120, credits: 100 });
+  else await service.saveAutoRecharge(accountId, settings, actor);
   let ops = 0;
 
   return {
