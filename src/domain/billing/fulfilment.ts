@@ -7,7 +7,7 @@ import type { PaidPurchase, PurchaseRecord } from './types.js';
 export interface FulfilmentDeps {
   purchases: PurchaseStore;
   accounts: Pick<BillingAccountStore, 'markCardSaved' | 'finishRecharge'>;
-  credits: Pick<CreditService, 'purchase' | 'takeBack'>;
+  credits: Pick<CreditService, 'purchase' | 'takeBack' | 'getAccount'>;
   /** Null when Stripe is not configured (nothing can then be refunded through it either). */
   provider: Pick<PaymentProvider, 'refundsOf' | 'accountOfPaymentIntent'> | null;
   host: string;
@@ -52,8 +52,13 @@ export class PurchaseFulfilment {
     }
   }
 
-  /** Grants a paid purchase's credits once, however often and from wherever it is reported. */
-  async fulfil(paid: PaidPurchase): Promise<'granted' | 'already_granted'> {
+  /**
+   * Grants a paid purchase's credits once, however often and from wherever it is reported. A purchase
+   * for an account this gateway does not have (another deployment on the same Stripe account) is
+   * `ignored` and not recorded: nothing here could ever grant it.
+   */
+  async fulfil(paid: PaidPurchase): Promise<'granted' | 'already_granted' | 'ignored'> {
+    if (!(await this.deps.credits.getAccount(paid.accountId))) return 'ignored';
     const record = await this.deps.purchases.record(paid, this.now());
     if (record.state === 'granted') return 'already_granted';
     await this.finish(record);
@@ -95,7 +100,8 @@ export class PurchaseFulfilment {
     const purchase = await this.deps.purchases.findByPaymentIntent(paymentIntentId);
     if (!purchase) {
       // One of ours whose payment event has not arrived yet: Stripe retries a non-2xx later.
-      if (await provider.accountOfPaymentIntent(paymentIntentId)) throw new AppError('purchase_not_recorded');
+      const owner = await provider.accountOfPaymentIntent(paymentIntentId);
+      if (owner && (await this.deps.credits.getAccount(owner))) throw new AppError('purchase_not_recorded');
       return 'ignored';
     }
     // A refund of a purchase a crash left half-done: its credits are granted first, then taken back.
