@@ -61,6 +61,7 @@ import { UsageService } from './domain/usage/service.js';
 import { observeBalance, openBillingWork, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, rechargeTrigger, type BillingWork, type ImageWork } from '../workers/services.js';
 import { MongoEmailThrottleStore } from './data/email-throttle.js';
 import { MongoLinkTokenStore } from './data/link-tokens.js';
+import { MongoSignupClaimStore } from './data/signup-claims.js';
 import type { EmailSender } from './domain/email/ports.js';
 import { EmailThrottle } from './domain/email/throttle.js';
 import { LinkTokens } from './domain/links/service.js';
@@ -186,8 +187,9 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const usageStore = new MongoUsageStore(connection);
   const linkStore = new MongoLinkTokenStore(connection);
   const emailThrottleStore = new MongoEmailThrottleStore(connection);
+  const signupClaimStore = new MongoSignupClaimStore(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore].map(
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore, signupClaimStore].map(
       (store) => store.init(),
     ),
   );
@@ -266,7 +268,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     users,
     sessions,
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
-    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, sessions, signupCredits: config.SIGNUP_CREDITS }),
+    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, claims: signupClaimStore, sessions, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     twoFactor,
     team,

@@ -5,6 +5,8 @@ import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageBucket } from './models/usage.js';
 
+const DUPLICATE_KEY = 11000;
+
 /**
  * Accounts and balances on MongoDB. Balance changes go straight to the driver (no mongoose document
  * layer): they are on every request's path, and each is exactly one guarded findOneAndUpdate.
@@ -26,6 +28,21 @@ export class MongoAccountStore implements AccountStore {
   async create(name: string, credits: number, now: Date): Promise<AccountRecord> {
     const doc = await this.model.create({ name, credits, ops: [], createdAt: now, updatedAt: now });
     return toRecord(doc.toObject());
+  }
+
+  async createWithId(accountId: string, name: string, now: Date): Promise<{ account: AccountRecord; created: boolean } | null> {
+    const _id = toObjectId(accountId);
+    if (!_id) return null;
+    const doc: AccountDoc = { _id, name, credits: 0, ops: [], createdAt: now, updatedAt: now };
+    try {
+      // The insert is the race: the _id's unique index lets exactly one writer create it.
+      await this.collection.insertOne(doc);
+      return { account: toRecord(doc), created: true };
+    } catch (err) {
+      if ((err as { code?: number }).code !== DUPLICATE_KEY) throw err;
+    }
+    const existing = await this.find(accountId);
+    return existing ? { account: existing, created: false } : null;
   }
 
   async find(accountId: string): Promise<AccountRecord | null> {

@@ -1,4 +1,4 @@
-import type { KeyPrincipal, Principal } from './principal.js';
+import type { KeyGrant, KeyPrincipal, Principal } from './principal.js';
 import type { IdempotentAttempt } from './idempotency/service.js';
 import type { RateLimitOutcome } from './keys/rate-limit.js';
 import type { RevocationReason } from './keys/revocations.js';
@@ -33,6 +33,11 @@ export interface KeyAuthenticator {
   isActive(keyId: string): Promise<boolean>;
   /** Called with the key id whenever a key is deleted or expires, on any instance. Returns an unsubscribe function. */
   onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void;
+  /**
+   * Called with a key's grant (its permissions, limits) as it stands after a change of its settings, on
+   * any instance, possibly more than once per change. Returns an unsubscribe function.
+   */
+  onGrantChanged(listener: (keyId: string, grant: KeyGrant) => void): () => void;
 }
 
 /** An authenticated key and what the rate limit said of this request (null: no limit configured). */

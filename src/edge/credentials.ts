@@ -10,7 +10,7 @@ import { AppError } from '../domain/errors.js';
 import type { RateLimitOutcome } from '../domain/keys/rate-limit.js';
 import type { RevocationReason } from '../domain/keys/revocations.js';
 import type { KeyAdmission, KeyAuthenticator } from '../domain/ports.js';
-import type { Principal } from '../domain/principal.js';
+import type { KeyGrant, Principal } from '../domain/principal.js';
 
 /** A caller and what the rate limit said of this request (null: no limit, or a console token). */
 export interface Admission {
@@ -33,6 +33,11 @@ export interface Credentials {
   count(principal: Principal, units: number): Promise<RateLimitOutcome | null>;
   /** Called with the key id whenever a key is deleted or expires, on any instance (its tokens end with it). */
   onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void;
+  /**
+   * Called with a key's grant as it stands after a change of its settings, on any instance (its tokens
+   * act within it too): what was admitted under the old grant is held to the new one.
+   */
+  onGrantChanged(listener: (keyId: string, grant: KeyGrant) => void): () => void;
 }
 
 export interface TokenVerifier {
@@ -54,6 +59,7 @@ export function createCredentials(deps: { keys: KeyAuthenticator; tokens?: Token
     },
     count: async (principal, units) => (principal.keyId !== null && units > 0 ? keys.admit(principal.keyId, units, principal) : null),
     onRevoked: (listener) => keys.onRevoked(listener),
+    onGrantChanged: (listener) => keys.onGrantChanged(listener),
   };
 }
 

@@ -67,6 +67,18 @@ describe('sign-in', () => {
     expect((await consoleGet(t, '/console', second.cookie)).status).toBe(200);
   });
 
+  it('follows next to a console page only; a wrong password keeps it on the form', async () => {
+    const u = await createConsoleUser(t);
+    const wrong = await consolePost(t, '/console/sign-in', null, { email: u.email, password: 'not the password at all', next: '/console/keys' });
+    expect(wrong.status).toBe(401);
+    expect(await wrong.text()).toContain('<input type="hidden" name="next" value="/console/keys">');
+    expect((await consolePost(t, '/console/sign-in', null, { email: u.email, password: u.password, next: '/console/keys' })).headers.get('location')).toBe('/console/keys');
+    for (const next of ['https://evil.example/console', '//evil.example', '/console//evil.example', '/console/../api/me', '/console/./keys', '/api/me']) {
+      const res = await consolePost(t, '/console/sign-in', null, { email: u.email, password: u.password, next });
+      expect(res.headers.get('location'), next).toBe('/console');
+    }
+  });
+
   it('after 5 failures for one email, further attempts get 429 with Retry-After, even with the right password', async () => {
     const u = await createConsoleUser(t);
     for (let i = 0; i < 5; i++) expect((await signIn(t, u.email, `wrong password ${i}`)).status).toBe(401);

@@ -2,7 +2,7 @@
  * Sign-up over HTTP, with the emails read from a real SMTP server on loopback: nothing exists until
  * the link is opened; the answer is the same for a taken address; SIGNUP=invite removes the doors.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { consoleGet, sameOrigin } from '../helpers/console.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
@@ -73,6 +73,98 @@ describe('sign-up (SIGNUP=open)', () => {
     expect(again.status).toBe(410);
     expect(await again.text()).toContain('This link has expired or was already used');
     expect(await accounts().countDocuments({ name: 'Beta Team' })).toBe(1);
+  });
+
+  /** Signs `email` up `names.length` times (one email each) and returns the verification links, in order. */
+  async function linksFor(email: string, names: string[]): Promise<string[]> {
+    const links: string[] = [];
+    for (const accountName of names) {
+      expect((await signUp({ accountName, email, password: PASSWORD })).status).toBe(200);
+      links.push(onThisApp((await smtp.nextMessage(email)).links[0]!));
+    }
+    return links;
+  }
+
+  /** Opens every link at once; returns the session cookies given and the statuses. */
+  async function openAll(links: string[]): Promise<{ sessions: string[]; statuses: number[]; pages: string[] }> {
+    const answers = await Promise.all(links.map((link) => fetch(link, { redirect: 'manual' })));
+    const pages = await Promise.all(answers.map((a) => a.text()));
+    const sessions = answers.flatMap((a) => a.headers.getSetCookie().filter((c) => c.startsWith('console_session=')).map((c) => c.split(';')[0]!));
+    return { sessions, statuses: answers.map((a) => a.status), pages };
+  }
+
+  /** One user for the address, owner of one account that has the sign-up credits once; no account of these names without a member. */
+  async function expectOneAccount(email: string, names: string[]): Promise<string> {
+    const found = await users().find({ email }).toArray();
+    expect(found).toHaveLength(1);
+    const user = found[0]!;
+    const made = await accounts().find({ name: { $in: names } }).toArray();
+    expect(made.map((a) => a._id.toHexString())).toEqual([user.accountId.toHexString()]);
+    const account = made[0]!;
+    expect(user.memberships).toEqual([expect.objectContaining({ accountId: account._id, role: 'owner' })]);
+    expect(account.credits).toBe(25);
+    const audit = await t.connection.db!.collection('audit_entries').find({ accountId: account._id.toHexString() }).toArray();
+    expect(audit.filter((e) => e.event === 'credits.granted').map((e) => e.amount)).toEqual([25]);
+    expect(audit.filter((e) => e.event === 'account.created')).toHaveLength(1);
+    expect(audit.filter((e) => e.event === 'user.created')).toHaveLength(1);
+    return account._id.toHexString();
+  }
+
+  it('two links for one address opened ten times each, all at once, make one account with one owner and one grant', async () => {
+    // A few rounds: each one a fresh address racing its own two links.
+    for (const round of [1, 2, 3]) {
+      const email = `race-${round}@example.com`;
+      const names = [`Race ${round} A`, `Race ${round} B`];
+      const [first, second] = await linksFor(email, names);
+      const opened = await openAll(Array.from({ length: 20 }, (_, i) => (i % 2 ? first! : second!)));
+      // One opener is signed in; every other one is told the link expired, as for a used link.
+      expect(opened.sessions).toHaveLength(1);
+      expect([...opened.statuses].sort()).toEqual([303, ...Array<number>(19).fill(410)]);
+      for (const [i, page] of opened.pages.entries()) if (opened.statuses[i] === 410) expect(page).toContain('This link has expired or was already used');
+      const accountId = await expectOneAccount(email, names);
+      const overview = await consoleGet(t, '/console', opened.sessions[0]!);
+      expect(overview.status).toBe(200);
+      // Both links are spent: opening either again creates nothing.
+      expect((await openAll([first!, second!])).statuses).toEqual([410, 410]);
+      expect(await expectOneAccount(email, names)).toBe(accountId);
+    }
+  });
+
+  it('one link opened ten times at once makes one account and signs in once', async () => {
+    const [link] = await linksFor('same-link@example.com', ['Same Link']);
+    const opened = await openAll(Array<string>(10).fill(link!));
+    expect(opened.sessions).toHaveLength(1);
+    expect([...opened.statuses].sort()).toEqual([303, ...Array<number>(9).fill(410)]);
+    await expectOneAccount('same-link@example.com', ['Same Link']);
+  });
+
+  it('a crash between the writes is finished by opening the link again: one account, one owner, one grant', async () => {
+    const userService = t.services.console.users;
+    for (const [n, [step, crash]] of ([
+      ['after the account, before its owner', () => vi.spyOn(userService, 'createOwner').mockRejectedValueOnce(new Error('crash'))],
+      ['after the owner, before the credits', () => vi.spyOn(t.services.credits, 'grant').mockRejectedValueOnce(new Error('crash'))],
+    ] as const).entries()) {
+      const email = `crash-${n}@example.com`;
+      const [link] = await linksFor(email, [`Crash ${step}`]);
+      const spy = crash();
+      const crashed = await fetch(link!, { redirect: 'manual' });
+      expect(crashed.status, step).toBe(500);
+      spy.mockRestore();
+      const again = await fetch(link!, { redirect: 'manual' });
+      expect(again.status, step).toBe(303);
+      expect(again.headers.getSetCookie().some((c) => c.startsWith('console_session=')), step).toBe(true);
+      await expectOneAccount(email, [`Crash ${step}`]);
+    }
+  });
+
+  it('a link opened after the address got a user another way (the CLI) says it expired and creates nothing', async () => {
+    const [link] = await linksFor('cli-first@example.com', ['Too Late']);
+    const other = await t.createAccountWithKey({ credits: 0 });
+    await t.services.console.users.create(other.accountId, 'cli-first@example.com', PASSWORD, { actor: 'test', ip: null, host: 'test' });
+    const opened = await fetch(link!, { redirect: 'manual' });
+    expect(opened.status).toBe(410);
+    expect(await accounts().countDocuments({ name: 'Too Late' })).toBe(0);
+    expect(await t.connection.db!.collection('signup_claims').countDocuments({ _id: 'cli-first@example.com' as never })).toBe(0);
   });
 
   it('a taken address gets the same answer, and an email with a reset link instead', async () => {

@@ -139,6 +139,89 @@ describe('two-factor authentication', () => {
     expect(await t.services.console.twoFactor.isEnabled((await t.connection.db!.collection('console_users').findOne({ email: u.email }))!._id.toHexString())).toBe(false);
   });
 
+  /** The hidden `next` field of a sign-in page's form, as a browser would post it back (null when absent). */
+  const hiddenNext = (page: string) => /<input type="hidden" name="next" value="([^"]*)">/.exec(page)?.[1]?.replace(/&amp;/g, '&') ?? null;
+
+  /**
+   * Signing in as a browser does from `path` while signed out: the redirect to the sign-in form, the
+   * form posted with its hidden fields, the code page, and the code posted with its hidden fields.
+   * Returns where the code step sends the browser, and its session.
+   */
+  async function signInFrom(u: ConsoleUser, path: string, code: () => Promise<string>): Promise<{ location: string | null; session: string | null }> {
+    const opened = await consoleGet(t, path, null);
+    expect(opened.status).toBe(303);
+    const signInPath = opened.headers.get('location')!;
+    const form = await (await consoleGet(t, signInPath, null)).text();
+    const password = await fetch(`${t.baseUrl}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...sameOrigin(t) },
+      body: new URLSearchParams({ email: u.email, password: u.password, ...(hiddenNext(form) === null ? {} : { next: hiddenNext(form)! }) }),
+    });
+    expect(password.status).toBe(303);
+    const codePath = password.headers.get('location')!;
+    expect(codePath).toMatch(/^\/console\/sign-in\/verify(\?|$)/);
+    const challenge = password.headers.getSetCookie().find((c) => c.startsWith('console_2fa='))!.split(';')[0]!;
+    const codePage = await (await consoleGet(t, codePath, challenge)).text();
+    expect(codePage).toContain('<label for="code">Authentication code</label>');
+    const next = hiddenNext(codePage);
+    const verified = await fetch(`${t.baseUrl}/console/sign-in/verify`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: challenge, ...sameOrigin(t) },
+      body: new URLSearchParams({ code: await code(), ...(next === null ? {} : { next }) }),
+    });
+    expect(verified.status).toBe(303);
+    return { location: verified.headers.get('location'), session: sessionOf(verified) };
+  }
+
+  it('after the code, or a recovery code, the user lands on the console page they had opened', async () => {
+    const u = await createConsoleUser(t);
+    const { secret, recoveryCodes } = await enable(u, (await signIn(t, u.email, u.password)).cookie!);
+
+    const byCode = await signInFrom(u, '/console/usage?days=7', () => codeFor(secret, 1));
+    expect(byCode.location).toBe('/console/usage?days=7');
+    expect((await consoleGet(t, byCode.location!, byCode.session)).status).toBe(200);
+
+    const byRecovery = await signInFrom(u, '/console/audit', async () => recoveryCodes[0]!);
+    expect(byRecovery.location).toBe('/console/audit');
+    expect((await consoleGet(t, '/console/audit', byRecovery.session)).status).toBe(200);
+  });
+
+  it('a wrong code keeps the page to return to; an expired challenge sends back to sign-in with it', async () => {
+    const u = await createConsoleUser(t);
+    const { secret } = await enable(u, (await signIn(t, u.email, u.password)).cookie!);
+    const password = await consolePost(t, '/console/sign-in', null, { email: u.email, password: u.password, next: '/console/keys' });
+    expect(password.headers.get('location')).toBe('/console/sign-in/verify?next=%2Fconsole%2Fkeys');
+    const challenge = password.headers.getSetCookie().find((c) => c.startsWith('console_2fa='))!.split(';')[0]!;
+    const wrong = await consolePost(t, '/console/sign-in/verify', challenge, { code: '000000', next: '/console/keys' });
+    expect(wrong.status).toBe(401);
+    expect(hiddenNext(await wrong.text())).toBe('/console/keys');
+    const right = await consolePost(t, '/console/sign-in/verify', challenge, { code: await codeFor(secret, 1), next: '/console/keys' });
+    expect(right.headers.get('location')).toBe('/console/keys');
+    const used = await consolePost(t, '/console/sign-in/verify', challenge, { code: await codeFor(secret, 1), next: '/console/keys' });
+    expect(used.headers.get('location')).toBe('/console/sign-in?next=%2Fconsole%2Fkeys');
+  });
+
+  it('an off-site or malformed next is not followed: the code step lands on the default page', async () => {
+    const u = await createConsoleUser(t);
+    const { secret, recoveryCodes } = await enable(u, (await signIn(t, u.email, u.password)).cookie!);
+    const nexts = ['https://evil.example/console', '//evil.example/console', '/console//evil.example', '/console/../api/me', '/api/me', '/console\\evil', 'javascript:alert(1)'];
+    for (const [i, next] of nexts.entries()) {
+      const password = await consolePost(t, '/console/sign-in', null, { email: u.email, password: u.password, next });
+      expect(password.headers.get('location'), next).toBe('/console/sign-in/verify');
+      const challenge = password.headers.getSetCookie().find((c) => c.startsWith('console_2fa='))!.split(';')[0]!;
+      expect(hiddenNext(await (await consoleGet(t, `/console/sign-in/verify?next=${encodeURIComponent(next)}`, challenge)).text()), next).toBeNull();
+      // Posted straight to the code step (a forged form), it is refused there too. A TOTP code is
+      // accepted once per time step, so the later sign-ins use recovery codes.
+      const code = i === 0 ? await codeFor(secret, 1) : recoveryCodes[i]!;
+      const verified = await consolePost(t, '/console/sign-in/verify', challenge, { code, next });
+      expect(verified.status, next).toBe(303);
+      expect(verified.headers.get('location'), next).toBe('/console');
+      expect(sessionOf(verified), next).not.toBeNull();
+    }
+  });
+
   it('a code step without a challenge, or with a made-up one, goes back to sign-in', async () => {
     expect((await consoleGet(t, '/console/sign-in/verify', null)).headers.get('location')).toBe('/console/sign-in');
     const res = await codeStep(`console_2fa=${'A'.repeat(43)}`, '123456');

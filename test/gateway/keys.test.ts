@@ -90,6 +90,19 @@ describe('revocation', () => {
     off();
   });
 
+  it('every instance, the poll instance included, hears a key’s new grant after an edit made elsewhere (for open WebSockets)', async () => {
+    const acc = await a.createAccountWithKey({ credits: 1 });
+    const heard = new Map<TestApp, readonly string[]>();
+    const offs = [a, b, p].map((app) =>
+      app.services.authenticator.onGrantChanged((id, grant) => {
+        if (id === acc.keyId) heard.set(app, grant.permissions);
+      }),
+    );
+    await b.services.keys.update(acc.keyId, { permissions: ['lookup', 'generate'] }, actor);
+    await until(() => [a, b, p].every((app) => heard.get(app)?.join() === 'lookup,generate'), 'every instance hears the new grant');
+    for (const off of offs) off();
+  });
+
   it('deleting twice is idempotent and audited once', async () => {
     const acc = await a.createAccountWithKey({ credits: 1 });
     const first = await a.services.keys.delete(acc.keyId, actor);

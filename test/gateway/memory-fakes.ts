@@ -24,6 +24,12 @@ export class MemoryAccountStore implements AccountStore {
     this.accounts.set(a.id, a);
     return { id: a.id, name, credits, createdAt: now };
   }
+  async createWithId(id: string, name: string, now: Date) {
+    const existing = await this.find(id);
+    if (existing) return { account: existing, created: false };
+    this.accounts.set(id, { id, name, credits: 0, createdAt: now, ops: [] as string[], usage: new Map() as MemoryUsage });
+    return { account: { id, name, credits: 0, createdAt: now }, created: true };
+  }
   async find(id: string) {
     const a = this.accounts.get(id);
     return a ? { id: a.id, name: a.name, credits: a.credits, createdAt: a.createdAt } : null;
@@ -218,8 +224,9 @@ export class ManualKeyFeed implements KeyChangeFeed {
     this.listeners.add(l);
     return () => this.listeners.delete(l);
   }
-  change(keyId: string, deleted: boolean) {
-    for (const l of this.listeners) l.changed(keyId, deleted);
+  /** `version`: the key's updatedAt (ms) after the change, as the MongoDB feed reports it. */
+  change(keyId: string, deleted: boolean, version?: number) {
+    for (const l of this.listeners) l.changed(keyId, deleted, version);
   }
   lose() {
     this.live = false;

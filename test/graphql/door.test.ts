@@ -63,6 +63,10 @@ class FakeKeys implements KeyAuthenticator {
     this.listeners.add(listener);
     return () => void this.listeners.delete(listener);
   }
+  /** Grants never change here. */
+  onGrantChanged() {
+    return () => undefined;
+  }
   delete(key: string) {
     const k = this.keys.get(key)!;
     k.deleted = true;

@@ -40,10 +40,17 @@ async function gql(app: TestApp, credential: string, query: string, origin?: str
   return { status: res.status, body: (await res.json()) as any };
 }
 
-function socket(app: TestApp, authorization: string, onClosed: (code: number) => void): Client {
+/** A graphql-ws client; with `origin`, as a page on it opens it (client tokens need their origin). */
+function socket(app: TestApp, authorization: string, onClosed: (code: number) => void, origin?: string): Client {
   const client = createClient({
     url: `${app.baseUrl.replace('http', 'ws')}/graphql`,
-    webSocketImpl: WebSocket,
+    webSocketImpl: origin
+      ? class extends WebSocket {
+          constructor(url: string, protocols?: string | string[]) {
+            super(url, protocols, { headers: { origin } });
+          }
+        }
+      : WebSocket,
     connectionParams: { Authorization: authorization },
     retryAttempts: 0,
     lazy: false,
@@ -243,5 +250,84 @@ describe('roll', () => {
     const again = await b.services.keys.roll(rolled.id, '0', actor);
     expect(again.oldKeyExpiresAt.getTime()).toBeLessThanOrEqual(Date.now());
     for (const app of [a, b]) expect(await lookup(app, rolled.key)).toMatchObject({ status: 401, body: { code: 'api_key_expired' } });
+  });
+});
+
+describe('permissions', () => {
+  /** A jobStatus subscription: `seen` fills with its pushes; `ended` resolves with its error, or 'completed'. */
+  function watchJob(client: Client, jobId: string) {
+    const seen: any[] = [];
+    const ended = new Promise<any>((resolve) => {
+      client.subscribe({ query: `subscription { jobStatus(jobId: "${jobId}") { status } }` }, { next: (m) => seen.push(m), error: resolve, complete: () => resolve('completed') });
+    });
+    return { seen, ended };
+  }
+
+  async function mint(key: string) {
+    const res = await fetch(`${a.baseUrl}/api/client-tokens`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ origins: [APP], scopes: ['read'] }),
+    });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { token: string }).token;
+  }
+
+  const FORBIDDEN = [expect.objectContaining({ message: 'This API key does not have permission for this operation', extensions: expect.objectContaining({ code: 'FORBIDDEN', reason: 'key_permission' }) })];
+
+  it('removing read on A ends that key’s subscriptions on B within 5 s (key_permission), its tokens’ too; the socket stays for what it may still run', async () => {
+    const losing = await newKey();
+    const token = await mint(losing.key);
+    const job = await a.services.jobs.create({ accountId: losing.accountId, keyId: losing.keyId }, ['a heron']);
+    let closedWith: number | undefined;
+    const client = socket(b, `Bearer ${losing.key}`, (code) => (closedWith = code));
+    const byKey = watchJob(client, job.jobId);
+    const byToken = watchJob(socket(b, `Bearer ${token}`, () => undefined, APP), job.jobId);
+    await until(() => byKey.seen.length > 0 && byToken.seen.length > 0, 'both subscriptions are open');
+
+    await a.services.keys.update(losing.keyId, { permissions: ['lookup', 'generate', 'client_tokens', 'webhooks'] }, actor);
+    const updatedAt = Date.now();
+    expect(await byKey.ended).toEqual(FORBIDDEN);
+    expect(Date.now() - updatedAt).toBeLessThan(5000);
+    expect(await byToken.ended).toEqual(FORBIDDEN);
+    expect(Date.now() - updatedAt).toBeLessThan(5000);
+
+    // The key still works for what it keeps, on the same socket; a new subscription is refused.
+    const again = watchJob(client, job.jobId);
+    expect(await again.ended).toEqual(FORBIDDEN);
+    expect(again.seen).toEqual([]);
+    const lookedUp = await new Promise<any>((resolve, reject) => {
+      client.subscribe({ query: 'mutation { lookup(keyword: "cat") { keyword } }' }, { next: resolve, error: reject, complete: () => undefined });
+    });
+    expect(lookedUp).toEqual({ data: { lookup: { keyword: 'cat' } } });
+    expect(closedWith).toBeUndefined();
+    const refused = await gql(b, losing.key, '{ me { credits } }');
+    expect(refused.status).toBe(403);
+    expect(refused.body.errors).toEqual(FORBIDDEN);
+  });
+
+  it('a key that keeps read keeps its subscriptions, through its own edit and another key’s loss', async () => {
+    const keeping = await newKey();
+    const trimmed = await newKey();
+    const losing = await newKey();
+    const jobs = await Promise.all(
+      [keeping, trimmed, losing].map((k) => a.services.jobs.create({ accountId: k.accountId, keyId: k.keyId }, ['a kite'])),
+    );
+    const [kept, trimmedKept, lost] = [keeping, trimmed, losing].map((k, i) => watchJob(socket(b, `Bearer ${k.key}`, () => undefined), jobs[i]!.jobId));
+    await until(() => [kept, trimmedKept, lost].every((s) => s.seen.length > 0), 'the subscriptions are open');
+
+    // `trimmed` loses generate (not read), then `losing` loses read: B hears them in that order.
+    await a.services.keys.update(trimmed.keyId, { permissions: ['lookup', 'read'] }, actor);
+    await a.services.keys.update(losing.keyId, { permissions: ['lookup'] }, actor);
+    expect(await lost.ended).toEqual(FORBIDDEN);
+
+    // The others still run: cancelling their jobs reaches them, and they complete.
+    for (const [k, i] of [[keeping, 0], [trimmed, 1]] as const) {
+      await a.services.jobs.cancel({ accountId: k.accountId, keyId: k.keyId }, jobs[i]!.jobId, { baseUrl: a.baseUrl });
+    }
+    for (const s of [kept, trimmedKept]) {
+      expect(await s.ended).toBe('completed');
+      expect(s.seen.at(-1)).toEqual({ data: { jobStatus: { status: 'canceled' } } });
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { sessionCookieName } from '../../edge/auth.js';
 import { clientMeta } from '../context.js';
 import { issueFormToken } from '../form-token.js';
+import { nextQuery, safeNext } from '../next.js';
 import { queryParam } from '../query.js';
 import { sendHtml } from '../render.js';
 import { clearSessionCookie, setChallenge, setSessionCookie } from '../session-cookie.js';
@@ -19,24 +20,26 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'> & 
     const body = request.body ?? {};
     const result = await s.signIn.signIn(body.email, body.password, clientMeta(request));
     const email = typeof body.email === 'string' ? body.email.slice(0, 254) : '';
+    const next = safeNext(body.next, '');
     if (!result.ok) {
       if (result.reason === 'second_factor') {
+        // The page to return to goes on to the code step, which follows it once the code is right.
         setChallenge(reply, request, result.challenge);
-        return reply.code(303).header('location', '/console/sign-in/verify').send();
+        return reply.code(303).header('location', `/console/sign-in/verify${nextQuery(next)}`).send();
       }
       if (result.reason === 'throttled') {
         reply.code(429).header('retry-after', String(result.retryAfterSeconds));
         const minutes = Math.ceil(result.retryAfterSeconds / 60);
-        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply), signupOpen: s.signupOpen }));
+        return sendHtml(reply, signInPage({ email, error: `Too many attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`, formToken: issueFormToken(reply), next, signupOpen: s.signupOpen }));
       }
       reply.code(401);
-      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply), signupOpen: s.signupOpen }));
+      return sendHtml(reply, signInPage({ email, error: 'Invalid email or password', formToken: issueFormToken(reply), next, signupOpen: s.signupOpen }));
     }
     // A fresh session id at every sign-in; any session this browser had before is ended.
     const previous = app.parseCookie(request.headers.cookie ?? '')[sessionCookieName(request)];
     if (previous) await s.sessions.end(previous);
     setSessionCookie(reply, request, result.token);
-    return reply.code(303).header('location', safeNext(typeof body.next === 'string' ? body.next : undefined)).send();
+    return reply.code(303).header('location', next || '/console').send();
   });
 
   app.post('/sign-out', OPTIONAL_SESSION, async (request, reply) => {
@@ -48,8 +51,3 @@ const signInRoutes: ConsoleRoute<Pick<ConsoleServices, 'signIn' | 'sessions'> & 
 };
 
 export default signInRoutes;
-
-/** Only console paths: a `next` parameter never sends anyone to another site. */
-function safeNext(next: string | undefined, fallback = '/console'): string {
-  return typeof next === 'string' && /^\/console(\/[\w\-./?=&%]*)?$/.test(next) && !next.includes('//') ? next : fallback;
-}

@@ -68,7 +68,7 @@ export function recoveryCodesPage(ctx: PageContext, codes: string[]): Html {
 }
 
 /** The second step of signing in: the password was right, the code is awaited. */
-export function secondFactorPage(opts: { error?: string; formToken: string }): Html {
+export function secondFactorPage(opts: { error?: string; formToken: string; next?: string }): Html {
   return bare(
     'Two-factor authentication',
     html`<div class="card narrow">
@@ -77,12 +77,13 @@ export function secondFactorPage(opts: { error?: string; formToken: string }): H
   ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
   <form method="post" action="/console/sign-in/verify" class="stack">
     <input type="hidden" name="_csrf" value="${opts.formToken}">
+    ${opts.next ? html`<input type="hidden" name="next" value="${opts.next}">` : ''}
     <label for="code">Authentication code</label>
     <input id="code" name="code" type="text" autocomplete="one-time-code" required maxlength="64" aria-describedby="code-hint">
     <p class="hint" id="code-hint">The 6-digit code from your authenticator app, or one of your recovery codes.</p>
     <button type="submit">Verify</button>
   </form>
-  <p><a href="/console/sign-in">Cancel</a></p>
+  <p><a href="/console/sign-in${opts.next ? `?next=${encodeURIComponent(opts.next)}` : ''}">Cancel</a></p>
 </div>`,
   );
 }

@@ -35,6 +35,11 @@ export interface ApplyOptions {
 
 export interface AccountStore {
   create(name: string, credits: number, now: Date): Promise<AccountRecord>;
+  /**
+   * Creates the account of this id (0 credits) unless it exists: of concurrent calls exactly one
+   * creates it (`created`), and every call gets the account. Null for an id that is not an account id.
+   */
+  createWithId(accountId: string, name: string, now: Date): Promise<{ account: AccountRecord; created: boolean } | null>;
   find(accountId: string): Promise<AccountRecord | null>;
   /** Any account at all (the demo-account bootstrap only runs on an empty database). */
   isEmpty(): Promise<boolean>;

@@ -68,6 +68,21 @@ export class CreditService implements CreditBalances {
     return account;
   }
 
+  /**
+   * Creates the account of a chosen id (a sign-up's) with no credits, once however often it is called
+   * and from wherever. `account.created` is audited under `opId` by every call, so a call after a crash
+   * between the two writes adds the entry that was missed and never a second one.
+   */
+  async createAccountWithId(accountId: string, name: unknown, opId: string, actor: AuditActor): Promise<AccountRecord> {
+    if (typeof name !== 'string' || name.trim() === '') throw invalid('name', 'name must be a non-empty string');
+    if (name.trim().length > 200) throw invalid('name', 'name must be at most 200 characters');
+    const result = await this.deps.accounts.createWithId(accountId, name.trim(), this.now());
+    if (!result) throw new Error(`not an account id: ${accountId}`);
+    const { account } = result;
+    await this.deps.audit.record({ ...actor, event: 'account.created', accountId: account.id, amount: 0, opId, details: { name: account.name } }, account.createdAt);
+    return account;
+  }
+
   async getAccount(accountId: string): Promise<AccountRecord | null> {
     return this.deps.accounts.find(accountId);
   }

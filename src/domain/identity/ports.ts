@@ -36,3 +36,33 @@ export interface CredentialStore {
   /** Removes TOTP, its pending secret and the recovery codes; false when it was not enabled. */
   disableTotp(userId: string): Promise<boolean>;
 }
+
+/**
+ * A sign-up in progress for one address (src/data/signup-claims.ts): the first verification link
+ * opened for the address reserves it, and with it the id of the account it becomes. Every opener of
+ * a link for that address completes the same sign-up, idempotently, so two links opened at once (or
+ * one opened again after a crash) make one account, never two.
+ */
+export interface SignupClaim {
+  /** Normalized address: the unique key. */
+  email: string;
+  /** Chosen when the claim is made: the account is created with this id. */
+  accountId: string;
+  accountName: string;
+  /** argon2id hash of the password given at sign-up. */
+  passwordHash: string;
+  /** The verification link whose opening made the claim: its opener is the one signed in. */
+  linkId: string;
+  createdAt: Date;
+}
+
+export interface SignupClaimStore {
+  /**
+   * Claims the address with these values and a new account id, unless it is claimed already: one
+   * insert under a unique key, so of concurrent claims exactly one is stored. Returns the stored claim
+   * (this one or the earlier), whose account every caller completes. The claim lapses at `expiresAt`.
+   */
+  claim(claim: Omit<SignupClaim, 'accountId' | 'createdAt'>, now: Date, expiresAt: Date): Promise<SignupClaim>;
+  /** Removes the address's claim once its account is complete (only the claim of that account). */
+  release(email: string, accountId: string): Promise<void>;
+}

@@ -1,5 +1,6 @@
 import { checkNewPassword, normalizeEmail } from '../console/passwords.js';
-import type { UserStore } from '../console/records.js';
+import type { AuditActor } from '../audit/types.js';
+import type { UserRecord, UserStore } from '../console/records.js';
 import type { ClientMeta, SessionService } from '../console/sessions.js';
 import type { UserService } from '../console/users.js';
 import type { CreditService } from '../credits/service.js';
@@ -7,6 +8,7 @@ import { invalid } from '../errors.js';
 import { accountExistsMessage, verifyEmailMessage } from './emails.js';
 import { consoleActor, sendOrFail } from './mail.js';
 import type { MailingDeps } from './mail.js';
+import type { SignupClaim, SignupClaimStore } from './ports.js';
 import { RESET_LINK_MS } from './password-reset.js';
 
 export const VERIFY_LINK_MS = 24 * 3_600_000;
@@ -21,7 +23,7 @@ export type VerifyResult = { ok: true; token: string; accountId: string; userId:
  * what the account will be (its name, the address, the password's hash); an address that already has
  * an account gets a reset link instead, and the answer is the same either way. Nothing is created
  * until the link is opened: then the account (with SIGNUP_CREDITS, audited as a grant) and its owner,
- * and the person is signed in.
+ * and the person is signed in. One account per address, however many links are opened at once.
  */
 export class SignUpService {
   private readonly now: () => Date;
@@ -30,7 +32,8 @@ export class SignUpService {
     private readonly deps: MailingDeps & {
       users: Pick<UserStore, 'findByEmail'>;
       userService: Pick<UserService, 'createOwner'>;
-      credits: Pick<CreditService, 'createAccount' | 'grant'>;
+      credits: Pick<CreditService, 'createAccountWithId' | 'grant'>;
+      claims: SignupClaimStore;
       sessions: Pick<SessionService, 'start'>;
       signupCredits: number;
       now?: () => Date;
@@ -59,22 +62,52 @@ export class SignUpService {
     return { ok: true };
   }
 
-  /** Opens a verification link: creates the account and its owner and starts their session. */
+  /**
+   * Opens a verification link: creates the account and its owner and starts their session. Exactly one
+   * account per address, whatever the concurrency, the instance or a crash between the writes, without
+   * transactions: the first link opened for the address claims it (one insert under a unique key) with
+   * the account's id, and every opener of a link for that address completes that same sign-up, each
+   * step idempotent (the account created under that id, its owner inserted under the unique email, the
+   * credits granted under an op id of the account). The link is used up last, so opening it again after
+   * a crash finishes the work. Only the opener of the claiming link is signed in; any other opener (a
+   * second link for the address, the same link opened twice) is told the link expired, as for a used one.
+   */
   async verify(token: unknown, meta: ClientMeta): Promise<VerifyResult> {
-    const use = await this.deps.links.consume('verify_email', token);
-    if (!use.ok) return { ok: false, reason: 'expired' };
-    const { email, accountName, passwordHash } = use.record.payload as { email: string; accountName: string; passwordHash: string };
-    // Another link to the same address was opened first: that one made the account.
-    if (await this.deps.users.findByEmail(email)) return { ok: false, reason: 'expired' };
+    const link = await this.deps.links.peek('verify_email', token);
+    if (!link.ok) return { ok: false, reason: 'expired' };
+    const { email, accountName, passwordHash } = link.record.payload as { email: string; accountName: string; passwordHash: string };
+    const now = this.now();
+    const claim = await this.deps.claims.claim({ email, accountName, passwordHash, linkId: link.record.id }, now, new Date(now.getTime() + VERIFY_LINK_MS));
     const actor = consoleActor(email, meta, this.deps.host);
-    const account = await this.deps.credits.createAccount(accountName, 0, actor);
-    if (this.deps.signupCredits > 0) await this.deps.credits.grant(account.id, this.deps.signupCredits, `signup:${use.record.id}`, actor);
-    const user = await this.deps.userService.createOwner(account.id, email, passwordHash, actor);
-    // Taken between the check and the insert (two links opened at once): the account stays empty.
+    const user = await this.complete(claim, actor);
+    // The address has an account made another way (the CLI, an invitation, an earlier sign-up).
     if (!user) return { ok: false, reason: 'expired' };
+    if (!(await this.deps.links.consume('verify_email', token)).ok || claim.linkId !== link.record.id) return { ok: false, reason: 'expired' };
     const { token: sessionToken } = await this.deps.sessions.start(user, meta);
-    await this.deps.audit.record({ ...actor, event: 'console.signed_in', accountId: account.id, details: { userId: user.id, via: 'email_verification' } }, this.now());
-    return { ok: true, token: sessionToken, accountId: account.id, userId: user.id };
+    await this.deps.audit.record({ ...actor, event: 'console.signed_in', accountId: claim.accountId, details: { userId: user.id, via: 'email_verification' } }, this.now());
+    return { ok: true, token: sessionToken, accountId: claim.accountId, userId: user.id };
+  }
+
+  /**
+   * Brings the claimed sign-up to its end, from wherever it stopped: the account, its owner, the
+   * sign-up credits. Each step is safe to repeat. Null when the address belongs to a user of another
+   * account: nothing is created then (the claim is let go).
+   */
+  private async complete(claim: SignupClaim, actor: AuditActor): Promise<UserRecord | null> {
+    const opId = `signup:${claim.accountId}`;
+    const ownedHere = (u: UserRecord | null) => (u && u.accountId === claim.accountId ? u : null);
+    const existing = await this.deps.users.findByEmail(claim.email);
+    if (existing && !ownedHere(existing)) {
+      await this.deps.claims.release(claim.email, claim.accountId);
+      return null;
+    }
+    await this.deps.credits.createAccountWithId(claim.accountId, claim.accountName, opId, actor);
+    // The unique email decides: whoever inserts first makes the owner; every other opener finds it.
+    const user = existing ?? (await this.deps.userService.createOwner(claim.accountId, claim.email, claim.passwordHash, actor)) ?? ownedHere(await this.deps.users.findByEmail(claim.email));
+    if (!user) return null;
+    if (this.deps.signupCredits > 0) await this.deps.credits.grant(claim.accountId, this.deps.signupCredits, opId, actor);
+    await this.deps.claims.release(claim.email, claim.accountId);
+    return user;
   }
 }
 

@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js';
 import type { KeyAdmission, KeyAuthenticator } from '../ports.js';
-import type { KeyPrincipal, Principal } from '../principal.js';
+import type { KeyGrant, KeyPrincipal, Principal } from '../principal.js';
+import type { GrantChanges } from './grant-changes.js';
 import type { LastUsedRecorder } from './last-used.js';
 import { rateLimitedError, type RateLimitOutcome, type RateLimiter } from './rate-limit.js';
 import type { RevocationReason, Revocations } from './revocations.js';
@@ -12,7 +13,7 @@ import type { KeyVerifier } from './verifier.js';
  */
 export class ApiKeyAuthenticator implements KeyAuthenticator {
   constructor(
-    private readonly deps: { verifier: KeyVerifier; limiter: RateLimiter; lastUsed: LastUsedRecorder; revocations: Revocations },
+    private readonly deps: { verifier: KeyVerifier; limiter: RateLimiter; lastUsed: LastUsedRecorder; revocations: Revocations; grants: GrantChanges },
   ) {}
 
   async authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
@@ -37,6 +38,10 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
 
   onRevoked(listener: (keyId: string, reason: RevocationReason) => void): () => void {
     return this.deps.revocations.onRevoked(listener);
+  }
+
+  onGrantChanged(listener: (keyId: string, grant: KeyGrant) => void): () => void {
+    return this.deps.grants.onChanged(listener);
   }
 
   /**

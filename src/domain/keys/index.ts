@@ -1,6 +1,7 @@
 import type { AuditStore } from '../audit/types.js';
 import type { AccountStore } from '../credits/records.js';
 import { ApiKeyAuthenticator } from './authenticator.js';
+import { GrantChanges } from './grant-changes.js';
 import { LastUsedRecorder } from './last-used.js';
 import { KeyManager } from './manager.js';
 import { RateLimiter, type RateLimitCounter } from './rate-limit.js';
@@ -28,7 +29,10 @@ export interface KeyServicesDeps {
   onBackgroundError?: (err: unknown) => void;
 }
 
-/** The key services of one process, each with one job, wired so a local delete revokes at once. */
+/**
+ * The key services of one process, each with one job, wired so a local delete revokes at once and a
+ * local edit announces the key's new grant at once.
+ */
 export interface KeyServices {
   /** Create, list, delete (console and CLI). */
   readonly manager: KeyManager;
@@ -44,7 +48,8 @@ export interface KeyServices {
 
 export function createKeyServices(deps: KeyServicesDeps): KeyServices {
   const revocations = new Revocations(deps.onBackgroundError);
-  const verifier = new KeyVerifier({ keys: deps.keys, revocations, changes: deps.changes, cacheSize: deps.cacheSize, now: deps.now, onError: deps.onBackgroundError });
+  const grants = new GrantChanges(deps.onBackgroundError);
+  const verifier = new KeyVerifier({ keys: deps.keys, revocations, grants, changes: deps.changes, cacheSize: deps.cacheSize, now: deps.now, onError: deps.onBackgroundError });
   const lastUsed = new LastUsedRecorder({ keys: deps.keys, intervalMs: deps.lastUsedIntervalMs, now: deps.now, onError: deps.onBackgroundError });
   const manager = new KeyManager({
     keys: deps.keys,
@@ -60,7 +65,7 @@ export function createKeyServices(deps: KeyServicesDeps): KeyServices {
   const perMinute = deps.rateLimitPerMinute ?? 0;
   if (perMinute > 0 && !deps.rateLimits) throw new Error('a rate limit needs its shared counter (rateLimits)');
   const limiter = new RateLimiter({ counter: deps.rateLimits ?? noCounter, perMinute, now: deps.rateLimitNow, onRefused: deps.onRateLimited });
-  const authenticator = new ApiKeyAuthenticator({ verifier, limiter, lastUsed, revocations });
+  const authenticator = new ApiKeyAuthenticator({ verifier, limiter, lastUsed, revocations, grants });
   return {
     manager,
     authenticator,

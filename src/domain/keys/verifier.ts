@@ -1,6 +1,7 @@
 import type { KeyGrant, KeyPrincipal } from '../principal.js';
 import { hashKey, parseBearer } from './format.js';
 import { effectiveKeyPermissions } from './permissions.js';
+import type { GrantChanges } from './grant-changes.js';
 import type { KeyChangeFeed, KeyRecord, KeyStore } from './records.js';
 import type { Revocations } from './revocations.js';
 
@@ -30,6 +31,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * Expiry is a time, so it is scheduled, not polled: every check compares expiresAt with the clock, and
  * each key seen here with an expiry gets one timer that announces it to the revocation listeners (open
  * subscriptions, sockets and client tokens of the key end) when it comes.
+ *
+ * Every other change of a key's settings is announced to the grant listeners with the key's grant as
+ * read after the change (open subscriptions the key may no longer run end).
  */
 export class KeyVerifier {
   private readonly cache = new Map<string, CachedKey>();
@@ -45,6 +49,8 @@ export class KeyVerifier {
     private readonly deps: {
       keys: Pick<KeyStore, 'findByHash' | 'findById'>;
       revocations: Revocations;
+      /** Told the key's grant after each change of its settings (on any instance). */
+      grants?: GrantChanges;
       /** Reports key changes from every instance; the cache is used only while it is live. */
       changes?: KeyChangeFeed;
       /** Keys held in the cache at most (least recently used go first). */
@@ -56,11 +62,17 @@ export class KeyVerifier {
     this.now = deps.now ?? (() => new Date());
     this.unsubscribe = deps.changes?.subscribe({
       changed: (keyId, deleted, version) => {
-        if (!deleted && version !== undefined && this.cachedVersion(keyId) === version) return;
         if (deleted) {
           this.forget(keyId);
           deps.revocations.announce(keyId, 'deleted');
-        } else this.refresh(keyId);
+          return;
+        }
+        // Cached at this very version (a charge, which changes no setting, or a read that overtook
+        // the change's event): nothing to evict, but the grant is told, in case that read was the
+        // first here to see a change.
+        const known = version !== undefined ? this.cachedAt(keyId, version) : undefined;
+        if (known) deps.grants?.announce(keyId, known.grant);
+        else this.refresh(keyId);
       },
       lost: () => {
         this.epoch++;
@@ -116,8 +128,8 @@ export class KeyVerifier {
   }
 
   /**
-   * The key's settings changed: drop what is cached and schedule its (new) expiry at once, not at its
-   * next request, so its open subscriptions and client tokens end on time.
+   * The key's settings changed: drop what is cached, read it, announce its grant and schedule its (new)
+   * expiry at once, not at its next request, so its open subscriptions and client tokens end on time.
    */
   refresh(keyId: string): void {
     this.forget(keyId);
@@ -165,19 +177,24 @@ export class KeyVerifier {
     return entry;
   }
 
-  private cachedVersion(keyId: string): number | undefined {
+  /** What is cached of the key at this settings version, if anything. */
+  private cachedAt(keyId: string, version: number): CachedKey | undefined {
     const active = this.activeIds.get(keyId);
-    if (active) return active.version;
-    for (const entry of this.cache.values()) if (entry.keyId === keyId) return entry.version;
+    if (active) return active.version === version ? active : undefined;
+    for (const entry of this.cache.values()) if (entry.keyId === keyId) return entry.version === version ? entry : undefined;
     return undefined;
   }
 
-  /** Reads a changed key to schedule its (new) expiry; announces it at once when it is already past. */
+  /**
+   * Reads a changed key to announce its grant and schedule its (new) expiry; announces the expiry at
+   * once when it is already past.
+   */
   private watchStored(keyId: string): void {
     this.deps.keys.findById(keyId).then((record) => {
-      if (!record || record.deletedAt || !record.expiresAt) return;
-      if (record.expiresAt.getTime() <= this.now().getTime()) this.deps.revocations.announce(keyId, 'expired');
-      else this.watchExpiry(keyId, record.expiresAt);
+      if (!record || record.deletedAt) return;
+      if (record.expiresAt && record.expiresAt.getTime() <= this.now().getTime()) return this.deps.revocations.announce(keyId, 'expired');
+      this.deps.grants?.announce(keyId, grantOf(record));
+      this.watchExpiry(keyId, record.expiresAt);
     }, (err: unknown) => this.deps.onError?.(err));
   }
 

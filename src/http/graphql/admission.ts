@@ -11,6 +11,7 @@
 import { GraphQLError, getOperationAST, parse, validate, type DocumentNode, type OperationDefinitionNode } from 'graphql';
 import { AppError } from '../../domain/errors.js';
 import { rateLimitedError, type RateLimitOutcome } from '../../domain/keys/rate-limit.js';
+import type { KeyPermission } from '../../domain/keys/permissions.js';
 import { keyHas } from '../../domain/operations/access.js';
 import type { Principal } from '../../domain/principal.js';
 import type { CredentialCheck, Credentials } from '../../edge/credentials.js';
@@ -32,8 +33,12 @@ export interface AdmissionCaller {
    * request (HTTP).
    */
   recheck?(): Promise<CredentialCheck>;
-  /** Takes a place under the transport's caps for an operation that holds one (WebSocket subscriptions). */
-  hold?(operation: OperationDefinitionNode): AppError | undefined;
+  /**
+   * Takes a place under the transport's caps for an operation that holds one (WebSocket subscriptions),
+   * and keeps what it needs of the key (`permissions`: one per root field's catalog row) to hold it to
+   * them while it runs.
+   */
+  hold?(operation: OperationDefinitionNode, permissions: readonly KeyPermission[]): AppError | undefined;
 }
 
 export type Admission =
@@ -104,7 +109,7 @@ export function operationAdmission(deps: {
         if (rateLimit && !rateLimit.ok) return { ok: false, kind: 'refused', error: rateLimitedError(rateLimit), rateLimit };
       }
 
-      const over = caller.hold?.(operation);
+      const over = caller.hold?.(operation, fields.permissions);
       if (over) return { ok: false, kind: 'refused', error: over, rateLimit };
       return { ok: true, document, operation, principal, rateLimit };
     },

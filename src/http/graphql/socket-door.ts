@@ -7,15 +7,16 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
+import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError, type OperationDefinitionNode } from 'graphql';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
+import type { KeyPermission } from '../../domain/keys/permissions.js';
 import { refuseConnection } from '../../edge/client-errors.js';
 import type { Credentials } from '../../edge/credentials.js';
 import type { TransportMetrics } from '../../edge/metrics.js';
-import { SocketCallers, upgradeRefusal, type SocketCaller } from '../../edge/sockets.js';
+import { SocketCallers, upgradeRefusal, type GuardedOperation, type SocketCaller } from '../../edge/sockets.js';
 import type { HostPolicy } from '../../edge/host.js';
 import { createContext, type GraphQLContext, type GraphQLServices } from '../../graphql/context.js';
 import { isMaskedError, type ErrorFormatter } from '../../graphql/errors.js';
@@ -29,6 +30,8 @@ interface Connection {
   connectionId: string;
   /** Ids of the connection's open subscriptions (each counted once against the caps). */
   subscriptions: Set<string>;
+  /** Each open subscription's own signal: it ends alone when its key loses a permission it needs. */
+  guarded: Map<string, GuardedOperation>;
   keyId: string;
 }
 
@@ -62,13 +65,15 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         const extra = ctx.extra as WsExtra;
         const caller = await callers.connect(extra.socket, ctx.connectionParams, extra.request);
         if (!caller) return false;
-        const conn: Connection = { caller, connectionId: randomUUID(), subscriptions: new Set(), keyId: capsKeyOf(caller.principal) };
+        const conn: Connection = { caller, connectionId: randomUUID(), subscriptions: new Set(), guarded: new Map(), keyId: capsKeyOf(caller.principal) };
         extra.conn = conn;
         metrics?.websocketOpened();
         // graphql-ws returns every open subscription on close; their places under the caps go now.
         extra.socket.once('close', () => {
           metrics?.websocketClosed();
           for (const id of [...conn.subscriptions]) caps.release(conn, id);
+          for (const guarded of conn.guarded.values()) guarded.release();
+          conn.guarded.clear();
         });
         return true;
       },
@@ -77,11 +82,17 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         const caller = conn.caller!;
         // Every operation is a request of its own, as over HTTP: the same admission (the credential
         // checked again: a deletion not yet announced, an expiry; the catalog's permissions and rate
-        // units; the caps).
-        const admitted = await opts.admission.admit(
-          { query: payload.query, operationName: payload.operationName },
-          { principal: caller.principal, recheck: caller.recheck, hold: (operation) => (operation.operation === 'subscription' ? caps.take(conn, id) : undefined) },
-        );
+        // units; the caps). A subscription is then held to its key's permissions while it runs.
+        const hold = (operation: OperationDefinitionNode, needs: readonly KeyPermission[]) => {
+          if (operation.operation !== 'subscription') return undefined;
+          const over = caps.take(conn, id);
+          if (over) return over;
+          const guarded = caller.guard(needs);
+          if (!guarded.signal.aborted) return void conn.guarded.set(id, guarded);
+          caps.release(conn, id);
+          return guarded.signal.reason as AppError;
+        };
+        const admitted = await opts.admission.admit({ query: payload.query, operationName: payload.operationName }, { principal: caller.principal, recheck: caller.recheck, hold });
         if (!admitted.ok) return admitted.kind === 'invalid' ? admitted.errors : [refusalError(admitted.error)];
         const { document, principal } = admitted;
         caller.active++;
@@ -96,7 +107,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
             principal,
             requestId: `${conn.connectionId}/${id}`,
             urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: isEncrypted(request) ? 'https' : 'http' }) },
-            signal: caller.signal,
+            signal: conn.guarded.get(id)?.signal ?? caller.signal,
             ip: request.socket.remoteAddress ?? null,
           }),
         };
@@ -123,6 +134,8 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         if (!conn?.caller) return;
         conn.caller.active = Math.max(0, conn.caller.active - 1);
         caps.release(conn, id);
+        conn.guarded.get(id)?.release();
+        conn.guarded.delete(id);
       },
     },
     wss,
