@@ -158,6 +158,8 @@ export interface ServiceDeps {
   role?: string;
   /** The rate limit's clock in ms (tests move it instead of sleeping); default Date.now. */
   rateLimitNow?: () => number;
+  /** The billing clock: the UTC day automatic recharges are counted on (tests move it instead of waiting for midnight). */
+  billingNow?: () => Date;
   /** How long a running Idempotency-Key request holds its key (tests shorten it); default 60 s. */
   idempotencyLockMs?: number;
   /** Told where the domain decides (charges, refunds, jobs, images, deliveries); default: nothing counted. */
@@ -201,7 +203,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const queue = await openImageQueue(config, { connection, role: deps.role ?? 'gateway', log });
   const signer = await openImageUrlSigner(config, connection);
   const webhooks = await openWebhookWork(config, { connection, queue, signer, log, resolve: deps.webhookResolver, metrics: deps.metrics });
-  const trigger = rechargeTrigger(config, connection, queue);
+  const trigger = rechargeTrigger(config, connection, queue, deps.billingNow);
   const credits = new CreditService({
     accounts: accountStore,
     audit: auditStore,
@@ -246,7 +248,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     publicBaseUrl: config.PUBLIC_BASE_URL,
     onBackgroundError: (err) => queue.errors.report(err, 'enqueue'),
   });
-  const billing = await openBillingWork(config, { connection, credits, audit: auditStore, queue, webhooks, host });
+  const billing = await openBillingWork(config, { connection, credits, audit: auditStore, queue, webhooks, host, now: deps.billingNow });
   // Started lazily by the first subscriber: a gateway that no one subscribes to opens no stream.
   const jobEvents = new MongoJobEvents({ db: connection.db, mode: config.JOB_EVENTS, pollMs: config.JOB_EVENTS_POLL_MS, log });
 

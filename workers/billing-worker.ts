@@ -32,9 +32,14 @@ export function defineBillingHandlers(agenda: Agenda, billing: Pick<BillingWork,
     SWEEP_BILLING,
     async () => {
       const now = Date.now();
-      const purchases = await billing.fulfilment.sweep(new Date(now - STALE_PURCHASE_MS));
-      const recharges = await billing.autoRecharge.sweep(new Date(now - STALE_RECHARGE_MS));
-      if (purchases + recharges > 0) log.info({ purchases, recharges }, 'billing sweep finished half-done purchases');
+      // Each sweep runs whatever the other's outcome: a purchase that cannot be finished holds up no recharge.
+      const [purchases, recharges] = await Promise.allSettled([
+        billing.fulfilment.sweep(new Date(now - STALE_PURCHASE_MS)),
+        billing.autoRecharge.sweep(new Date(now - STALE_RECHARGE_MS)),
+      ]);
+      for (const r of [purchases, recharges]) if (r.status === 'rejected') log.error({ err: r.reason }, 'billing sweep failed');
+      const finished = { purchases: purchases.status === 'fulfilled' ? purchases.value : 0, recharges: recharges.status === 'fulfilled' ? recharges.value : 0 };
+      if (finished.purchases + finished.recharges > 0) log.info(finished, 'billing sweep finished half-done purchases');
     },
     { concurrency: 1, lockLifetime: 120_000 },
   );

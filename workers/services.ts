@@ -257,19 +257,29 @@ export function observeBalance(
 }
 
 /** The request's part of automatic recharge: built before the credits, which tell it of every change. */
-export function rechargeTrigger(config: Config, connection: Connection, queue: ImageQueue): RechargeTrigger {
+export function rechargeTrigger(config: Config, connection: Connection, queue: ImageQueue, now?: () => Date): RechargeTrigger {
   return new RechargeTrigger({
     accounts: new MongoBillingAccountStore(connection),
     queue: new AgendaRechargeQueue(queue.agenda),
     enabled: config.STRIPE_SECRET_KEY !== undefined,
     maxPerDay: config.AUTO_RECHARGE_MAX_PER_DAY,
+    now,
   });
 }
 
 /** Stores, Stripe (when configured), the exactly-once fulfilment and the recharge runner, on the credits built with the trigger. */
 export async function openBillingWork(
   config: Config,
-  deps: { connection: Connection; credits: CreditService; audit: AuditStore; queue: ImageQueue; webhooks: Pick<WebhookWork, 'publisher'>; host: string },
+  deps: {
+    connection: Connection;
+    credits: CreditService;
+    audit: AuditStore;
+    queue: ImageQueue;
+    webhooks: Pick<WebhookWork, 'publisher'>;
+    host: string;
+    /** The billing clock (the UTC day of the recharge cap); default: the system's. */
+    now?: () => Date;
+  },
 ): Promise<BillingWork> {
   const purchases = new MongoPurchaseStore(deps.connection);
   await purchases.init();
@@ -281,7 +291,16 @@ export async function openBillingWork(
   return {
     catalog,
     fulfilment,
-    service: new BillingService({ accounts, accountOf: (id) => deps.credits.getAccount(id), purchases, audit: deps.audit, provider, catalog }),
+    service: new BillingService({
+      accounts,
+      accountOf: (id) => deps.credits.getAccount(id),
+      purchases,
+      audit: deps.audit,
+      provider,
+      catalog,
+      maxRechargesPerDay: config.AUTO_RECHARGE_MAX_PER_DAY,
+      now: deps.now,
+    }),
     autoRecharge: new AutoRecharge({
       accounts,
       queue: new AgendaRechargeQueue(deps.queue.agenda),

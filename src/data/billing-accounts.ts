@@ -27,7 +27,8 @@ export class MongoBillingAccountStore implements BillingAccountStore {
       cardSaved: doc.cardSaved === true,
       autoRecharge: doc.autoRecharge ?? null,
       rechargeFailure: doc.rechargeFailure ?? null,
-      rechargeInFlight: inFlight ? { id: inFlight.id, at: inFlight.at, credits: doc.autoRecharge?.credits ?? 0 } : null,
+      // The pack recorded with the claim; a marker without one (the previous release's, or a crash just after the claim) buys the settings' pack.
+      rechargeInFlight: inFlight ? { id: inFlight.id, at: inFlight.at, credits: inFlight.credits ?? doc.autoRecharge?.credits ?? 0 } : null,
     };
   }
 
@@ -64,9 +65,27 @@ export class MongoBillingAccountStore implements BillingAccountStore {
         $or: [{ [count]: { $exists: false } }, { [count]: { $lt: claim.maxPerDay } }],
       },
       { $set: { rechargeInFlight: { id: claim.id, at: claim.at } }, $inc: { [count]: 1 } },
-      { returnDocument: 'after', projection: { autoRecharge: 1 } },
+      { returnDocument: 'after', projection: { autoRecharge: 1, rechargeCounts: 1 } },
     );
-    return after?.autoRecharge ? { credits: after.autoRecharge.credits } : null;
+    if (!after?.autoRecharge) return null;
+    // The pack as it was when claimed, kept on the marker: a retry after the owner changes the pack
+    // still buys this one (Stripe refuses the same idempotency key with another amount). Counts older
+    // than the day before go (the day before stays for an instance whose clock is behind at midnight).
+    const credits = after.autoRecharge.credits;
+    const dayBefore = new Date(Date.parse(`${claim.day}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+    const stale = Object.keys(after.rechargeCounts ?? {}).filter((day) => day < dayBefore);
+    await this.collection.updateOne(
+      { _id, 'rechargeInFlight.id': claim.id },
+      { $set: { 'rechargeInFlight.credits': credits }, ...(stale.length > 0 && { $unset: Object.fromEntries(stale.map((day) => [`rechargeCounts.${day}`, ''])) }) },
+    );
+    return { credits };
+  }
+
+  async rechargesOn(accountId: string, day: string): Promise<number> {
+    const _id = toObjectId(accountId);
+    if (!_id) return 0;
+    const doc = await this.collection.findOne({ _id }, { projection: { [`rechargeCounts.${day}`]: 1 } });
+    return doc?.rechargeCounts?.[day] ?? 0;
   }
 
   async finishRecharge(accountId: string, triggerId: string): Promise<void> {

@@ -75,6 +75,18 @@ describe('checkout.session.completed', () => {
     expect(JSON.parse(res.body).outcome).toBe('ignored');
     expect(await balance(accountId)).toBe(3);
   });
+
+  it("a session of an account this gateway does not have (another deployment on the same Stripe account) is 200 ignored and records nothing", async () => {
+    const { accountId } = await a.createAccountWithKey({ credits: 3 });
+    const session = await paidSession(accountId);
+    const elsewhere = '0123456789abcdef01234567';
+    session.client_reference_id = elsewhere;
+    session.metadata = { ...(session.metadata as Record<string, string>), account_id: elsewhere };
+    const res = await standIn.send(standIn.event('checkout.session.completed', session));
+    expect([res.status, JSON.parse(res.body).outcome]).toEqual([200, 'ignored']);
+    expect(await a.connection.db!.collection('purchases').countDocuments({ _id: session.id as never })).toBe(0);
+    expect(await balance(accountId)).toBe(3);
+  });
 });
 
 describe('the sweep', () => {

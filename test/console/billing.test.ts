@@ -12,14 +12,17 @@ import { startStripeStandIn, type StripeStandIn } from '../fixtures/stripe-stand
 let standIn: StripeStandIn;
 let t: TestApp;
 let plain: TestApp;
+let noRecharge: TestApp;
 
 beforeAll(async () => {
   standIn = await startStripeStandIn({ webhookSecret: 'whsec_console_billing_0123456789' });
   t = await startTestApp({ STRIPE_SECRET_KEY: 'sk_test_standin', STRIPE_WEBHOOK_SECRET: 'whsec_console_billing_0123456789', STRIPE_API_BASE: standIn.base, CREDIT_PACKS: '100:500,1000:4000', CREDIT_CURRENCY: 'eur' });
   plain = await startTestApp({});
+  noRecharge = await startTestApp({ STRIPE_SECRET_KEY: 'sk_test_standin', STRIPE_API_BASE: standIn.base, AUTO_RECHARGE_MAX_PER_DAY: '0' });
 });
 
 afterAll(async () => {
+  await noRecharge?.close();
   await plain?.close();
   await t?.close();
   await standIn?.close();
@@ -88,6 +91,16 @@ describe('Billing page', () => {
     const res = await consolePost(t, '/console/billing/auto-recharge', cookie, { enabled: 'on', threshold: '10', pack: '100' });
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('Automatic recharge needs a card saved by an earlier purchase');
+  });
+
+  it('with AUTO_RECHARGE_MAX_PER_DAY=0 the page says automatic recharge is off and turning it on is refused', async () => {
+    const { cookie } = await signedIn(noRecharge);
+    const page = await (await consoleGet(noRecharge, '/console/billing', cookie)).text();
+    expect(page).toContain('Automatic recharge is turned off on this server.');
+    expect(page).toMatch(/<input type="checkbox" name="enabled" value="on" disabled/);
+    const res = await consolePost(noRecharge, '/console/billing/auto-recharge', cookie, { enabled: 'on', threshold: '10', pack: '100' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('Automatic recharge is turned off on this server');
   });
 
   it('a viewer is refused (403) and does not see the Billing link', async () => {

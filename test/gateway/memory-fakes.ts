@@ -1,6 +1,6 @@
 import type { AuditEntry, AuditEntryInput, AuditFilter, AuditStore } from '../../src/domain/audit/types.js';
 import type { IdempotencyRecord, IdempotencyStore, StoredOutcome } from '../../src/domain/idempotency/service.js';
-import type { AccountRecord, AccountStore, ApplyResult } from '../../src/domain/credits/records.js';
+import type { AccountRecord, AccountStore, ApplyResult, RechargeState } from '../../src/domain/credits/records.js';
 import type { KeyChangeFeed, KeyChangeListener, KeyRecord, KeyStore, NewKey } from '../../src/domain/keys/records.js';
 import type { RateLimitCounter } from '../../src/domain/keys/rate-limit.js';
 import { utcDay, type UsageCount, type UsageRow, type UsageStore } from '../../src/domain/usage/types.js';
@@ -15,6 +15,9 @@ export type MemoryUsage = Map<string, UsageRow>;
 export class MemoryAccountStore implements AccountStore {
   readonly accounts = new Map<string, AccountRecord & { ops: string[]; usage: MemoryUsage }>();
   applyCalls = 0;
+
+  /** `recharge`: the account's automatic recharge state, read along with each change as the MongoDB store does. */
+  constructor(private readonly readAlong: { recharge?: (accountId: string) => RechargeState } = {}) {}
 
   async create(name: string, credits: number, now: Date): Promise<AccountRecord> {
     const a = { id: oid(), name, credits, createdAt: now, ops: [] as string[], usage: new Map() as MemoryUsage };
@@ -55,7 +58,7 @@ export class MemoryAccountStore implements AccountStore {
       }
       a.usage.set(k, row);
     }
-    return { kind: 'applied', balance: a.credits };
+    return { kind: 'applied', balance: a.credits, ...(this.readAlong.recharge && { recharge: this.readAlong.recharge(id) }) };
   }
   async settle(id: string, opId: string) {
     const a = this.accounts.get(id);

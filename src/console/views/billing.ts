@@ -48,12 +48,14 @@ function historyTable(rows: HistoryRow[]): Html {
 
 function autoRechargeForm(ctx: PageContext, data: BillingPageData): Html {
   const settings = data.account.autoRecharge;
-  const usable = data.buyingEnabled && data.account.cardSaved;
+  const max = data.maxRechargesPerDay;
+  const usable = data.buyingEnabled && data.account.cardSaved && max > 0;
   const chosen = settings?.credits ?? data.catalog.packs[0]?.credits;
+  const why = max === 0 ? 'Automatic recharge is turned off on this server.' : 'Automatic recharge needs a card saved by an earlier purchase.';
   return html`<section class="card" aria-labelledby="recharge-title">
   <h2 id="recharge-title">Automatic recharge</h2>
-  <p class="hint">When a charge takes the balance below the threshold, the card saved with your last purchase is charged for the chosen pack (at most a few times a day).</p>
-  ${usable ? '' : html`<p class="hint" id="recharge-needs-card">Automatic recharge needs a card saved by an earlier purchase.</p>`}
+  <p class="hint">When a charge takes the balance below the threshold, the card saved with your last purchase is charged for the chosen pack (at most ${max} ${max === 1 ? 'time' : 'times'} a day, UTC).</p>
+  ${usable ? '' : html`<p class="hint" id="recharge-needs-card">${why}</p>`}
   <form method="post" action="/console/billing/auto-recharge" class="stack">
     ${csrfField(ctx.csrfToken)}
     <label><input type="checkbox" name="enabled" value="on"${settings?.enabled ? html` checked` : ''}${usable ? '' : html` disabled aria-describedby="recharge-needs-card"`}> Recharge automatically</label>
@@ -77,6 +79,7 @@ export function billingPage(ctx: PageContext, data: BillingPageData): Html {
 ${data.checkout === 'canceled' ? html`<p class="notice" role="status">Payment canceled: nothing was charged.</p>` : ''}
 ${data.saved ? html`<p class="notice" role="status">Automatic recharge saved.</p>` : ''}
 ${failure ? html`<p class="error" role="alert">Automatic recharge failed ${when(failure.at)} (${failure.reason}) and was turned off.</p>` : ''}
+${data.rechargeLimit ? html`<p class="notice" role="status">Daily limit of automatic recharges reached (${data.rechargeLimit.maxPerDay} a day): automatic recharge starts again after midnight UTC.</p>` : ''}
 ${data.error ? html`<p class="error" role="alert">${data.error}</p>` : ''}
 <div class="card stat"><h2>Credit balance</h2><p class="big" data-balance>${data.balance}</p></div>
 <h2>Buy credits</h2>

@@ -33,8 +33,8 @@ export interface AccountDoc {
   cardSaved?: boolean;
   autoRecharge?: { enabled: boolean; threshold: number; credits: number };
   rechargeFailure?: { at: Date; reason: string } | null;
-  /** The one automatic recharge in flight (its trigger id), until granted or failed. */
-  rechargeInFlight?: { id: string; at: Date } | null;
+  /** The one automatic recharge in flight (its trigger id, and the pack it buys), until granted or failed. */
+  rechargeInFlight?: { id: string; at: Date; credits?: number } | null;
   /** Automatic recharges started per UTC day (`YYYY-MM-DD` → count). */
   rechargeCounts?: Record<string, number>;
   /**

@@ -7,7 +7,7 @@ import type { PaidPurchase, PurchaseRecord } from './types.js';
 export interface FulfilmentDeps {
   purchases: PurchaseStore;
   accounts: Pick<BillingAccountStore, 'markCardSaved' | 'finishRecharge'>;
-  credits: Pick<CreditService, 'purchase' | 'takeBack'>;
+  credits: Pick<CreditService, 'purchase' | 'takeBack' | 'getAccount'>;
   /** Null when Stripe is not configured (nothing can then be refunded through it either). */
   provider: Pick<PaymentProvider, 'refundsOf' | 'accountOfPaymentIntent'> | null;
   host: string;
@@ -52,18 +52,33 @@ export class PurchaseFulfilment {
     }
   }
 
-  /** Grants a paid purchase's credits once, however often and from wherever it is reported. */
-  async fulfil(paid: PaidPurchase): Promise<'granted' | 'already_granted'> {
+  /**
+   * Grants a paid purchase's credits once, however often and from wherever it is reported. A purchase
+   * for an account this gateway does not have (another deployment on the same Stripe account) is
+   * `ignored` and not recorded: nothing here could ever grant it.
+   */
+  async fulfil(paid: PaidPurchase): Promise<'granted' | 'already_granted' | 'ignored'> {
+    if (!(await this.deps.credits.getAccount(paid.accountId))) return 'ignored';
     const record = await this.deps.purchases.record(paid, this.now());
     if (record.state === 'granted') return 'already_granted';
     await this.finish(record);
     return 'granted';
   }
 
-  /** Finishes purchases a crash left pending (recorded before `before`). */
+  /**
+   * Finishes purchases a crash left pending (recorded before `before`); returns how many. One that
+   * cannot be finished (its account is not on this gateway) does not hold up the others: they are
+   * finished first, then an AggregateError names the ones that failed.
+   */
   async sweep(before: Date, limit = 100): Promise<number> {
     const pending = await this.deps.purchases.pending(before, limit);
-    for (const record of pending) await this.finish(record);
+    const failed: { id: string; err: unknown }[] = [];
+    for (const record of pending) {
+      await this.finish(record).catch((err: unknown) => failed.push({ id: record.id, err }));
+    }
+    if (failed.length > 0) {
+      throw new AggregateError(failed.map((f) => f.err), `billing sweep: ${failed.length} pending purchase(s) could not be finished: ${failed.map((f) => f.id).join(', ')}`);
+    }
     return pending.length;
   }
 
@@ -85,18 +100,38 @@ export class PurchaseFulfilment {
     const purchase = await this.deps.purchases.findByPaymentIntent(paymentIntentId);
     if (!purchase) {
       // One of ours whose payment event has not arrived yet: Stripe retries a non-2xx later.
-      if (await provider.accountOfPaymentIntent(paymentIntentId)) throw new AppError('purchase_not_recorded');
+      const owner = await provider.accountOfPaymentIntent(paymentIntentId);
+      if (owner && (await this.deps.credits.getAccount(owner))) throw new AppError('purchase_not_recorded');
       return 'ignored';
     }
     // A refund of a purchase a crash left half-done: its credits are granted first, then taken back.
     if (purchase.state === 'pending') await this.finish(purchase);
-    for (const refund of await provider.refundsOf(chargeId)) {
-      const credits = Math.min(purchase.credits, Math.round((purchase.credits * refund.amount) / purchase.amount));
-      if (credits <= 0) continue;
+    // Oldest first, each taking what brings the credits taken back to the rounded share of all refunded
+    // so far (rounding each refund alone would drift: three thirds took back 99 of 100). Recorded refunds
+    // count with what they took: a retry, on any instance, computes the same shares.
+    const recorded = new Map(purchase.refunds.map((r) => [r.id, r.credits]));
+    const refunds = (await provider.refundsOf(chargeId)).sort((a, b) => a.created - b.created || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    let refundedAmount = 0;
+    let takenBack = 0;
+    for (const refund of refunds) {
+      refundedAmount += refund.amount;
+      const known = recorded.get(refund.id);
+      if (known !== undefined) {
+        takenBack += known;
+        continue;
+      }
+      const credits = Math.max(0, refundShare(purchase, refundedAmount) - takenBack);
+      takenBack += credits;
+      if (credits === 0) continue;
       const details = { purchaseId: purchase.id, refundId: refund.id, amount: refund.amount, currency: purchase.currency, credits };
       await this.deps.credits.takeBack(purchase.accountId, credits, refundOpId(refund.id), details, this.actor);
       await this.deps.purchases.addRefund(purchase.id, { id: refund.id, amount: refund.amount, credits, at: this.now() });
     }
     return 'refunds_taken_back';
   }
+}
+
+/** The credits a refunded amount takes back: `round(credits × refunded / amount)`, never more than the purchase's. */
+function refundShare(purchase: PurchaseRecord, refundedAmount: number): number {
+  return Math.min(purchase.credits, Math.round((purchase.credits * refundedAmount) / purchase.amount));
 }

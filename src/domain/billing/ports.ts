@@ -25,8 +25,8 @@ export interface PaymentProvider {
     currency: string;
     triggerId: string;
   }): Promise<{ ok: true; paymentIntentId: string } | { ok: false; reason: string; paymentIntentId: string | null }>;
-  /** The refunds of a charge (not failed or canceled). */
-  refundsOf(chargeId: string): Promise<{ id: string; amount: number }[]>;
+  /** The refunds of a charge (not failed or canceled), `created` in seconds since the epoch. */
+  refundsOf(chargeId: string): Promise<{ id: string; amount: number; created: number }[]>;
   /** `metadata.account_id` of a PaymentIntent (null: not one of ours, or unknown). */
   accountOfPaymentIntent(paymentIntentId: string): Promise<string | null>;
 }
@@ -68,6 +68,8 @@ export interface BillingAccountStore {
    * none is in flight and fewer than `maxPerDay` ran on `day`; counts it. Null when another won or none is due.
    */
   claimRecharge(accountId: string, balance: number, claim: { id: string; at: Date; day: string; maxPerDay: number }): Promise<{ credits: number } | null>;
+  /** How many automatic recharges were claimed on `day` (`YYYY-MM-DD`, UTC). */
+  rechargesOn(accountId: string, day: string): Promise<number>;
   /** Clears the in-flight marker if it is still `triggerId`'s. */
   finishRecharge(accountId: string, triggerId: string): Promise<void>;
   /** Clears `triggerId`'s marker, turns auto-recharge off and records why; false when the marker was not its. */

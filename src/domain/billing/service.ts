@@ -2,6 +2,7 @@ import { AppError, invalid } from '../errors.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import type { AccountRecord } from '../credits/records.js';
 import type { BillingAccountStore, PaymentProvider, PurchaseStore } from './ports.js';
+import { rechargeDay } from './trigger.js';
 import type { AutoRechargeSettings, BillingAccount, Catalog, CreditPack, HistoryRow, PurchaseRecord } from './types.js';
 
 export interface BillingServiceDeps {
@@ -14,6 +15,8 @@ export interface BillingServiceDeps {
   /** Null: buying credits is not enabled on this server (no STRIPE_SECRET_KEY). */
   provider: Pick<PaymentProvider, 'createCustomer' | 'createCheckoutSession'> | null;
   catalog: Catalog;
+  /** AUTO_RECHARGE_MAX_PER_DAY: the page says when today's are used up. */
+  maxRechargesPerDay: number;
   now?: () => Date;
 }
 
@@ -24,6 +27,13 @@ export interface BillingOverview {
   catalog: Catalog;
   account: BillingAccount;
   history: HistoryRow[];
+  /** AUTO_RECHARGE_MAX_PER_DAY: automatic recharges per account and UTC day, at most (0: none). */
+  maxRechargesPerDay: number;
+  /**
+   * Automatic recharge is on but today's (UTC) `maxPerDay` recharges have run: a charge below the
+   * threshold starts none until tomorrow. Null while that is not the case.
+   */
+  rechargeLimit: { maxPerDay: number } | null;
 }
 
 const HISTORY_ROWS = 100;
@@ -38,8 +48,24 @@ export class BillingService {
   }
 
   async overview(accountId: string): Promise<BillingOverview> {
-    const [account, billing, history] = await Promise.all([this.deps.accountOf(accountId), this.deps.accounts.get(accountId), this.history(accountId)]);
-    return { balance: account?.credits ?? 0, buyingEnabled: this.buyingEnabled, catalog: this.deps.catalog, account: billing ?? EMPTY, history };
+    const today = rechargeDay(this.deps.now?.() ?? new Date());
+    const [account, billing, history, rechargesToday] = await Promise.all([
+      this.deps.accountOf(accountId),
+      this.deps.accounts.get(accountId),
+      this.history(accountId),
+      this.deps.accounts.rechargesOn(accountId, today),
+    ]);
+    const maxPerDay = this.deps.maxRechargesPerDay;
+    const limited = this.buyingEnabled && billing?.autoRecharge?.enabled === true && maxPerDay > 0 && rechargesToday >= maxPerDay;
+    return {
+      balance: account?.credits ?? 0,
+      buyingEnabled: this.buyingEnabled,
+      catalog: this.deps.catalog,
+      account: billing ?? EMPTY,
+      history,
+      maxRechargesPerDay: maxPerDay,
+      rechargeLimit: limited ? { maxPerDay } : null,
+    };
   }
 
   /**
@@ -63,6 +89,7 @@ export class BillingService {
     const pack = this.packOf(input.credits);
     if (enabled) {
       if (!this.deps.provider) throw new AppError('payments_disabled');
+      if (this.deps.maxRechargesPerDay === 0) throw invalid('enabled', 'Automatic recharge is turned off on this server');
       const billing = await this.deps.accounts.get(accountId);
       if (!billing?.cardSaved) throw invalid('enabled', 'Automatic recharge needs a card saved by an earlier purchase: buy a pack first');
     }

@@ -2,6 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { RechargeState } from '../credits/records.js';
 import type { BillingAccountStore, RechargeQueue } from './ports.js';
 
+/** The UTC day (`YYYY-MM-DD`) automatic recharges are counted on, for AUTO_RECHARGE_MAX_PER_DAY. */
+export const rechargeDay = (at: Date): string => at.toISOString().slice(0, 10);
+
 export interface RechargeTriggerDeps {
   accounts: Pick<BillingAccountStore, 'claimRecharge'>;
   queue: RechargeQueue;
@@ -28,7 +31,7 @@ export class RechargeTrigger {
   private async claim(accountId: string, balance: number): Promise<void> {
     const at = this.deps.now?.() ?? new Date();
     const id = `rch_${randomBytes(12).toString('hex')}`;
-    const claimed = await this.deps.accounts.claimRecharge(accountId, balance, { id, at, day: at.toISOString().slice(0, 10), maxPerDay: this.deps.maxPerDay });
+    const claimed = await this.deps.accounts.claimRecharge(accountId, balance, { id, at, day: rechargeDay(at), maxPerDay: this.deps.maxPerDay });
     // Lost if this process dies here: the marker stays, and the sweep queues it again.
     if (claimed) await this.deps.queue.enqueue(accountId, id);
   }

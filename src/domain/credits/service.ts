@@ -168,7 +168,7 @@ export class CreditService implements CreditBalances {
 
   private async chargeAccount(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
-    const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
+    const alert = result.kind === 'applied' ? this.observe(accountId, result, 'charge') : undefined;
     if (alert) await alert.catch(() => undefined);
     if (result.kind === 'applied' && usage) this.metrics.creditsCharged(usage.service, amount);
     switch (result.kind) {
@@ -248,9 +248,13 @@ export class CreditService implements CreditBalances {
     return this.deps.accounts.balances(accountIds);
   }
 
-  /** The low-balance alert's promise when it has work to do (the caller awaits it), else undefined. */
-  private observe(accountId: string, result: Extract<ApplyResult, { kind: 'applied' }>): Promise<void> | undefined {
-    return this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits, result.recharge);
+  /**
+   * The low-balance alert's promise when it has work to do (the caller awaits it), else undefined.
+   * Only a charge may start an automatic recharge: a refunded payment or a grant that leaves the
+   * balance below the threshold charges no card (the recharge state is then `null`, none may start).
+   */
+  private observe(accountId: string, result: Extract<ApplyResult, { kind: 'applied' }>, change: 'charge' | 'credit'): Promise<void> | undefined {
+    return this.deps.onBalanceChanged?.(accountId, result.balance, result.lowCredits, change === 'charge' ? result.recharge : null);
   }
 
   private async audited(
@@ -262,7 +266,7 @@ export class CreditService implements CreditBalances {
     details: Record<string, unknown> | null,
     actor: AuditActor,
   ): Promise<number> {
-    const alert = result.kind === 'applied' ? this.observe(accountId, result) : undefined;
+    const alert = result.kind === 'applied' ? this.observe(accountId, result, 'credit') : undefined;
     if (alert) await alert.catch(() => undefined);
     switch (result.kind) {
       case 'applied':

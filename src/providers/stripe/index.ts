@@ -84,9 +84,9 @@ export class StripePayments implements PaymentProvider {
     }
   }
 
-  async refundsOf(chargeId: string): Promise<{ id: string; amount: number }[]> {
+  async refundsOf(chargeId: string): Promise<{ id: string; amount: number; created: number }[]> {
     const refunds = await this.call(() => this.stripe.refunds.list({ charge: chargeId, limit: 100 }));
-    return refunds.data.filter((r) => r.status !== 'failed' && r.status !== 'canceled').map((r) => ({ id: r.id, amount: r.amount }));
+    return refunds.data.filter((r) => r.status !== 'failed' && r.status !== 'canceled').map((r) => ({ id: r.id, amount: r.amount, created: r.created }));
   }
 
   async accountOfPaymentIntent(paymentIntentId: string): Promise<string | null> {
