@@ -36,7 +36,7 @@ export class MongoJobEventOutbox implements JobEventOutbox {
     return docs.map(toJobRecord);
   }
 
-  async markPublished(jobId: string): Promise<void> {
-    await this.collection.updateOne({ _id: jobId, eventPending: true }, { $unset: { eventPending: '' } });
+  async markPublished(jobId: string, status: string): Promise<void> {
+    await this.collection.updateOne({ _id: jobId, eventPending: true, status: status as JobDoc['status'] }, { $unset: { eventPending: '' } });
   }
 }

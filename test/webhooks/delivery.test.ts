@@ -201,7 +201,11 @@ describe('retries', () => {
   it('job.canceled needs only the status: a job stored as canceled (cancellation lands separately) is announced as such', async () => {
     const { account, receiver } = await subscribed(['job.canceled']);
     const jobId = await generate(account, ['to be canceled']);
-    await until(async () => (await t.services.imageJobs.store.findById(jobId))?.status === 'completed');
+    // Completed, and its job.completed published (nothing sent: this endpoint wants job.canceled only).
+    await until(async () => {
+      const job = await t.connection.db!.collection('jobs').findOne({ _id: jobId as never });
+      return job?.status === 'completed' && job.eventPending === undefined;
+    });
     // What a cancel's guarded update leaves: the final status, the event still pending.
     await t.connection.db!.collection('jobs').updateOne({ _id: jobId as never }, { $set: { status: 'canceled', eventPending: true, updatedAt: new Date() } });
     expect(receiver.received).toHaveLength(0);

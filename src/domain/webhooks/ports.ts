@@ -81,7 +81,8 @@ export interface JobEventOutbox {
   pending(jobId: string): Promise<JobRecord | null>;
   /** Final jobs with their event unpublished, last changed at or before `before`. */
   overdue(statuses: readonly string[], before: Date, limit: number): Promise<JobRecord[]>;
-  markPublished(jobId: string): Promise<void>;
+  /** The event of the job in `status` went out: clears the flag only while the job is still in that status. */
+  markPublished(jobId: string, status: string): Promise<void>;
 }
 
 /** A `credits.low` event written with the account's change of alert state, until it is published. */

@@ -46,7 +46,8 @@ export class WebhookPublisher {
       timestamp,
       data: this.deps.jobView(job, this.deps.publicBaseUrl ?? endpoint.baseUrl),
     }));
-    await this.deps.outbox.markPublished(job.id);
+    // Guarded by the status announced: a job whose status changed meanwhile keeps its event due.
+    await this.deps.outbox.markPublished(job.id, job.status);
     return true;
   }
 
