@@ -21,9 +21,7 @@ const actor = { actor: 'test', ip: null, host: 'test' };
 beforeAll(async () => {
   standIn = await startStripeStandIn({ webhookSecret: WEBHOOK_SECRET });
   t = await startTestApp({
-    STRIPE_SECRET_KEY: 'sk_test_standin',
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    STRIPE_API_BASE: standIn.base,
+    ...standIn.gatewayEnv(),
     CREDIT_PACKS: '100:500,1000:4000',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s',

@@ -33,7 +33,7 @@ describe.skipIf(!launched.browser)('buying credits in Chromium', { timeout: SLOW
   beforeAll(async () => {
     // Another site than the gateway's 127.0.0.1, as Checkout is: the way back is cross-site.
     standIn = await startStripeStandIn({ webhookSecret: WEBHOOK_SECRET, host: 'localhost' });
-    t = await startTestApp({ STRIPE_SECRET_KEY: 'sk_test_standin', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_BASE: standIn.base, CREDIT_PACKS: '100:500,1000:4000' });
+    t = await startTestApp({ ...standIn.gatewayEnv(), CREDIT_PACKS: '100:500,1000:4000' });
     standIn.webhookUrl = `${t.baseUrl}/api/stripe/webhook`;
     user = await createConsoleUser(t, { credits: 10 });
   });

@@ -27,9 +27,7 @@ const password = 'a long enough password 123';
 beforeAll(async () => {
   standIn = await startStripeStandIn({ webhookSecret: WEBHOOK_SECRET });
   t = await startTestApp({
-    STRIPE_SECRET_KEY: 'sk_test_standin',
-    STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
-    STRIPE_API_BASE: standIn.base,
+    ...standIn.gatewayEnv(),
     // A 2-credit pack: two lookups take the balance from 3 to 1, below a threshold of 2.
     CREDIT_PACKS: '2:500',
     AUTO_RECHARGE_MAX_PER_DAY: String(CAP),

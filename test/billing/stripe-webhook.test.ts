@@ -14,7 +14,7 @@ let b: TestApp;
 
 beforeAll(async () => {
   standIn = await startStripeStandIn({ webhookSecret: WEBHOOK_SECRET });
-  const env = { STRIPE_SECRET_KEY: 'sk_test_standin', STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET, STRIPE_API_BASE: standIn.base, CREDIT_PACKS: '100:500,1000:4000' };
+  const env = { ...standIn.gatewayEnv(), CREDIT_PACKS: '100:500,1000:4000' };
   a = await startTestApp(env);
   b = await startTestApp(env);
   standIn.webhookUrl = `${a.baseUrl}/api/stripe/webhook`;
