@@ -6,18 +6,15 @@
  * continues it same-site. axe finds nothing serious; the page fits 375 px.
  * UPDATE_SCREENSHOTS=1 also writes docs/console/billing-1440.png and billing-375.png.
  */
-import { mkdir } from 'node:fs/promises';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { createConsoleUser, type ConsoleUser } from '../helpers/console.js';
-import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
+import { docsScreenshot, launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
 import { until } from '../helpers/until.js';
 import { startStripeStandIn, type StripeStandIn } from '../fixtures/stripe-standin.js';
 
-const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
-const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
 const WEBHOOK_SECRET = 'whsec_browser_standin_secret_0123';
 
 const launched = await launchChromium();
@@ -70,11 +67,6 @@ describe.skipIf(!launched.browser)('buying credits in Chromium', { timeout: SLOW
 
   const shownBalance = async (page: Page) => Number(await page.locator('[data-balance]').textContent());
 
-  async function screenshot(page: Page, name: string): Promise<void> {
-    if (!UPDATE_SCREENSHOTS) return;
-    await mkdir(SCREENSHOT_DIR, { recursive: true });
-    await page.screenshot({ path: new URL(`${name}.png`, SCREENSHOT_DIR).pathname, fullPage: true, animations: 'disabled', caret: 'hide' });
-  }
 
   it('Buy → the stand-in checkout → Pay → back signed in: Payment received, balance up by exactly the pack', async () => {
     const page = await openPage(1440, 900);
@@ -120,7 +112,7 @@ describe.skipIf(!launched.browser)('buying credits in Chromium', { timeout: SLOW
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('Automatic recharge saved.').waitFor();
     expect(await page.getByLabel('Recharge automatically').isChecked()).toBe(true);
-    await screenshot(page, 'billing-1440');
+    await docsScreenshot(page, 'billing-1440');
     await page.context().close();
   });
 
@@ -129,7 +121,7 @@ describe.skipIf(!launched.browser)('buying credits in Chromium', { timeout: SLOW
     const widths = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as [number, number];
     expect(widths[0]).toBeLessThanOrEqual(widths[1]);
     await expectAccessible(page, 'Billing at 375 px');
-    await screenshot(page, 'billing-375');
+    await docsScreenshot(page, 'billing-375');
     await page.context().close();
     expect(problems).toEqual([]);
   });

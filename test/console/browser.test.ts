@@ -9,16 +9,13 @@
  *
  * The tests run in order and share one signed-in page: each continues where the last one left off.
  */
-import { mkdir } from 'node:fs/promises';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startConfiguredImageWorker, type RunningWorker } from '../../workers/image-worker.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
-import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
+import { docsScreenshot, launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
 
-const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
-const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
 
 const EMAIL = 'ada@example.com';
 const PASSWORD = 'correct horse battery staple';
@@ -98,12 +95,8 @@ describe.skipIf(!launched.browser)('console in Chromium', { timeout: SLOW_MS * 5
     }
   }
 
-  /** Writes docs/console/<name>.png, only when UPDATE_SCREENSHOTS=1 so ordinary runs leave the tree alone. */
-  async function screenshot(p: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<void> {
-    if (!UPDATE_SCREENSHOTS) return;
-    await mkdir(SCREENSHOT_DIR, { recursive: true });
-    await p.screenshot({ path: new URL(`${name}.png`, SCREENSHOT_DIR).pathname, fullPage: opts.fullPage ?? false, animations: 'disabled', caret: 'hide' });
-  }
+  /** Writes docs/console/<name>.png only when UPDATE_SCREENSHOTS=1; here the window's size unless asked for the whole page. */
+  const screenshot = (p: Page, name: string, opts: { fullPage?: boolean } = {}) => docsScreenshot(p, name, { fullPage: opts.fullPage ?? false });
 
   /** The number in "Balance: N credits" on the playground. */
   async function balance(p: Page): Promise<number> {

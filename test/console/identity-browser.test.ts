@@ -6,17 +6,14 @@
  *
  * The tests run in order and share one page: each continues where the last one left off.
  */
-import { mkdir } from 'node:fs/promises';
 import { AxeBuilder } from '@axe-core/playwright';
 import { generate } from 'otplib';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
+import { docsScreenshot, expectFitsWidth, launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
 
-const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
-const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
 
 const EMAIL = 'nora@example.com';
 const FIRST_PASSWORD = 'first password of nora';
@@ -54,19 +51,7 @@ describe.skipIf(!launched.browser)('sign-up, settings and two-factor sign-in in 
     expect(violations, `axe on ${what}:\n${report}`).toEqual([]);
   }
 
-  async function expectFitsWidth(p: Page, what: string): Promise<void> {
-    const { scrollWidth, clientWidth } = (await p.evaluate('({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth })')) as {
-      scrollWidth: number;
-      clientWidth: number;
-    };
-    expect(scrollWidth, `${what} is ${scrollWidth} px wide in a ${clientWidth} px window`).toBeLessThanOrEqual(clientWidth);
-  }
 
-  async function screenshot(p: Page, name: string): Promise<void> {
-    if (!UPDATE_SCREENSHOTS) return;
-    await mkdir(SCREENSHOT_DIR, { recursive: true });
-    await p.screenshot({ path: new URL(`${name}.png`, SCREENSHOT_DIR).pathname, fullPage: true, animations: 'disabled', caret: 'hide' });
-  }
 
   /** The same page at 375 px: it fits, and (UPDATE_SCREENSHOTS=1) its screenshot. */
   async function atPhoneWidth(path: string, name: string, cookiesFrom?: BrowserContext): Promise<void> {
@@ -75,7 +60,7 @@ describe.skipIf(!launched.browser)('sign-up, settings and two-factor sign-in in 
     await small.page.goto(path);
     await small.page.waitForLoadState('load');
     await expectFitsWidth(small.page, `${path} at 375 px`);
-    await screenshot(small.page, name);
+    await docsScreenshot(small.page, name);
     await small.context.close();
   }
 
@@ -115,7 +100,7 @@ describe.skipIf(!launched.browser)('sign-up, settings and two-factor sign-in in 
     await page.getByRole('link', { name: 'Create an account' }).click();
     await page.getByRole('heading', { level: 1, name: 'Create an account' }).waitFor();
     await expectAccessible(page, 'the sign-up page');
-    await screenshot(page, 'signup-1440');
+    await docsScreenshot(page, 'signup-1440');
     await atPhoneWidth('/console/sign-up', 'signup-375');
 
     await page.getByLabel('Account name').fill('Nora’s Frontend Team');
@@ -147,7 +132,7 @@ describe.skipIf(!launched.browser)('sign-up, settings and two-factor sign-in in 
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Settings', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Settings' }).waitFor();
     await expectAccessible(page, 'Settings');
-    await screenshot(page, 'settings-1440');
+    await docsScreenshot(page, 'settings-1440');
     await atPhoneWidth('/console/settings', 'settings-375', context);
 
     const password = page.getByRole('region', { name: 'Password' });

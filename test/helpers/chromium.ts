@@ -4,8 +4,9 @@
  * with one line saying why, unless REQUIRE_BROWSER_TESTS=1 (CI), which turns the skip into a failure.
  */
 import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const REQUIRED = process.env.REQUIRE_BROWSER_TESTS === '1';
@@ -70,4 +71,23 @@ export async function watchedPage(context: BrowserContext): Promise<{ page: Page
     if (m.type() === 'error' && /Content.Security.Policy|Refused/i.test(m.text())) watch.problems.push(`console: ${m.text()}`);
   });
   return { page, ...watch };
+}
+
+/** Where the console's screenshots in the docs live; written only with UPDATE_SCREENSHOTS=1. */
+const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
+
+/** Writes docs/console/<name>.png from the page when UPDATE_SCREENSHOTS=1 (the whole page unless `fullPage: false`). */
+export async function docsScreenshot(page: Page, name: string, opts: { fullPage?: boolean } = {}): Promise<void> {
+  if (process.env.UPDATE_SCREENSHOTS !== '1') return;
+  await mkdir(SCREENSHOT_DIR, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, SCREENSHOT_DIR).pathname, fullPage: opts.fullPage ?? true, animations: 'disabled', caret: 'hide' });
+}
+
+/** The page scrolls no wider than its window. */
+export async function expectFitsWidth(page: Page, what: string): Promise<void> {
+  const { scrollWidth, clientWidth } = (await page.evaluate('({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth })')) as {
+    scrollWidth: number;
+    clientWidth: number;
+  };
+  expect(scrollWidth, `${what} is ${scrollWidth} px wide in a ${clientWidth} px window`).toBeLessThanOrEqual(clientWidth);
 }

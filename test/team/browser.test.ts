@@ -3,16 +3,13 @@
  * invite → join as a new person → role change → remove; the account switcher; axe on the Team page;
  * the page's weight. UPDATE_SCREENSHOTS=1 also writes docs/console/team-375.png and team-1440.png.
  */
-import { mkdir } from 'node:fs/promises';
 import { AxeBuilder } from '@axe-core/playwright';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
+import { docsScreenshot, expectFitsWidth, launchChromium, reportBrowser, SLOW_MS } from '../helpers/chromium.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
 
-const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1';
-const SCREENSHOT_DIR = new URL('../../docs/console/', import.meta.url);
 const OWNER = 'ada@example.com';
 const PASSWORD = 'correct horse battery staple';
 const NEWCOMER = 'grace@example.com';
@@ -63,19 +60,7 @@ describe.skipIf(!launched.browser)('Team page in Chromium', { timeout: SLOW_MS *
     expect(blocking.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`), `axe on ${what}`).toEqual([]);
   }
 
-  async function expectFitsWidth(p: Page, what: string): Promise<void> {
-    const { scrollWidth, clientWidth } = (await p.evaluate('({ scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth })')) as {
-      scrollWidth: number;
-      clientWidth: number;
-    };
-    expect(scrollWidth, `${what} is ${scrollWidth} px wide in a ${clientWidth} px window`).toBeLessThanOrEqual(clientWidth);
-  }
 
-  async function screenshot(p: Page, name: string): Promise<void> {
-    if (!UPDATE_SCREENSHOTS) return;
-    await mkdir(SCREENSHOT_DIR, { recursive: true });
-    await p.screenshot({ path: new URL(`${name}.png`, SCREENSHOT_DIR).pathname, fullPage: true, animations: 'disabled', caret: 'hide' });
-  }
 
   const memberRow = (p: Page, email: string) => p.getByRole('table', { name: /member/ }).getByRole('row', { name: new RegExp(email) });
 
@@ -141,11 +126,11 @@ describe.skipIf(!launched.browser)('Team page in Chromium', { timeout: SLOW_MS *
     for (const name of ['Email', 'Role', 'Expires']) await pending.getByRole('columnheader', { name, exact: true }).waitFor();
     await pending.getByRole('row', { name: new RegExp(NEWCOMER) }).getByRole('button', { name: /Revoke/ }).waitFor();
     await expectAccessible(owner, 'Team with a pending invitation');
-    await screenshot(owner, 'team-1440');
+    await docsScreenshot(owner, 'team-1440');
     await narrow.reload();
     await narrow.getByRole('table', { name: /pending invitation/ }).waitFor();
     await expectFitsWidth(narrow, 'Team at 375 px with a pending invitation');
-    await screenshot(narrow, 'team-375');
+    await docsScreenshot(narrow, 'team-375');
 
     const mail = await smtp.nextMessage(NEWCOMER);
     const link = mail.links.find((l) => l.includes('/console/invitations/accept?token='))!;
