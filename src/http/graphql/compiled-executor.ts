@@ -17,9 +17,18 @@ import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 
 type Gateway = ApolloServerOptionsWithGateway<BaseContext>['gateway'];
 
-export function compiledExecutor(schema: GraphQLSchema): Gateway {
-  // Apollo's document store hands back the same DocumentNode for the same query text, so the compiled
-  // function lives exactly as long as the parsed document it was made from. null: jit declined.
+/** Runs an operation of a parsed and validated document, compiled once per document and operation name. */
+export type CompiledExecution = (
+  document: DocumentNode,
+  operationName: string | undefined,
+  context: unknown,
+  variables: Record<string, unknown> | undefined,
+) => Promise<ExecutionResult>;
+
+export function compiledExecution(schema: GraphQLSchema): CompiledExecution {
+  // Apollo's document store (and the direct path's, direct-path.ts) hands back the same DocumentNode for
+  // the same query text, so the compiled function lives exactly as long as the parsed document it was
+  // made from. null: jit declined.
   const compiled = new WeakMap<DocumentNode, Map<string | undefined, CompiledQuery | null>>();
   const compiledFor = (document: DocumentNode, operationName: string | undefined): CompiledQuery | null => {
     let byName = compiled.get(document);
@@ -33,6 +42,18 @@ export function compiledExecutor(schema: GraphQLSchema): Gateway {
     return entry;
   };
 
+  return async (document, operationName, context, variables) => {
+    const args = { schema, document, contextValue: context, variableValues: variables, operationName };
+    const query = compiledFor(document, operationName);
+    if (!query) return execute(args);
+    const result = (await query.query(undefined, context, variables ?? {})) as ExecutionResult;
+    if (!result.errors) return result;
+    if (!('data' in result)) return execute(args);
+    return { ...result, errors: result.errors.map(toGraphQLJsError) };
+  };
+}
+
+export function compiledExecutor(schema: GraphQLSchema, run: CompiledExecution = compiledExecution(schema)): Gateway {
   return {
     onSchemaLoadOrUpdate(callback) {
       callback({ apiSchema: schema, coreSupergraphSdl: '' });
@@ -40,16 +61,7 @@ export function compiledExecutor(schema: GraphQLSchema): Gateway {
     },
     async load() {
       return {
-        executor: async ({ document, request, context }) => {
-          const operationName = request.operationName ?? undefined;
-          const args = { schema, document, contextValue: context, variableValues: request.variables, operationName };
-          const query = compiledFor(document, operationName);
-          if (!query) return execute(args);
-          const result = (await query.query(undefined, context, request.variables ?? {})) as ExecutionResult;
-          if (!result.errors) return result;
-          if (!('data' in result)) return execute(args);
-          return { ...result, errors: result.errors.map(toGraphQLJsError) };
-        },
+        executor: ({ document, request, context }) => run(document, request.operationName ?? undefined, context, request.variables),
       };
     },
     async stop() {},

@@ -1,6 +1,8 @@
 /**
  * `/graphql` over HTTP: Apollo Server 5 on Fastify, behind the edge (which has already decided who is
- * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`).
+ * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`). A plain operation (a JSON
+ * POST of a document that parses and validates) takes the direct path (direct-path.ts), which answers
+ * as Apollo would without its request pipeline's cost; everything else is Apollo's.
  *
  * Status codes (GraphQL-over-HTTP):
  *  - 200 when the operation executed, even if a field failed: `errors` carries the domain error
@@ -22,7 +24,7 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
@@ -35,7 +37,8 @@ import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql
 import type { BaseUrlOf } from '../routes/types.js';
 import type { OperationAdmission } from './admission.js';
 import { apolloHandler } from './apollo-handler.js';
-import { compiledExecutor } from './compiled-executor.js';
+import { compiledExecution, compiledExecutor } from './compiled-executor.js';
+import { directPath } from './direct-path.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
@@ -48,12 +51,16 @@ export async function registerHttpDoor(
     execution: Execution;
     baseUrlOf: BaseUrlOf;
     metrics?: Pick<TransportMetrics, 'graphqlOperation'>;
+    /** Every request through Apollo Server, none through the direct path (direct-path.ts): tests compare the two. */
+    apolloOnly?: boolean;
   },
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
+  const execute = compiledExecution(execution.schema);
+  const validationRules = [...execution.armorRules, SubscriptionsOverWebSocketOnly];
   const apollo = new ApolloServer<GraphQLContext>({
     // Executes with graphql-jit, one compiled function per document (compiled-executor.ts).
-    gateway: compiledExecutor(execution.schema),
+    gateway: compiledExecutor(execution.schema, execute),
     logger: app.log,
     introspection: config.GRAPHQL_INTROSPECTION,
     csrfPrevention: true,
@@ -64,7 +71,7 @@ export async function registerHttpDoor(
     // handler (on by default outside NODE_ENV=test) would start a second stop that never settles and
     // hold the shutdown until Fastify's close timeout.
     stopOnTerminationSignals: false,
-    validationRules: [...execution.armorRules, SubscriptionsOverWebSocketOnly],
+    validationRules,
     parseOptions: { maxTokens: execution.maxTokens },
     formatError: execution.formatError,
     plugins: [
@@ -85,11 +92,30 @@ export async function registerHttpDoor(
   });
   await apollo.start();
 
-  const handler = apolloHandler(apollo, async (request) => {
+  const contextOf = (request: FastifyRequest): GraphQLContext => {
     const principal = request.principal;
     if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
     return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
-  });
+  };
+  const viaApollo = apolloHandler(apollo, async (request) => contextOf(request));
+  // The direct path answers plain operations as Apollo would, without its pipeline's cost; it needs
+  // every hook Apollo runs to be one it knows (armor's plugins are none with the options execution.ts sets).
+  const direct =
+    opts.apolloOnly || execution.armorPlugins.length > 0
+      ? undefined
+      : directPath({
+          schema: execution.schema,
+          validationRules,
+          introspection: config.GRAPHQL_INTROSPECTION,
+          maxTokens: execution.maxTokens,
+          formatError: execution.formatError,
+          admission: opts.admission,
+          execute,
+          contextOf: (request) => (request.principal ? contextOf(request) : undefined),
+          didEncounterErrors: (errors, context) => logMasked(app.log, errors, context.requestId),
+          answered: opts.metrics ? (operation, outcome) => opts.metrics!.graphqlOperation(operation, outcome) : undefined,
+        });
+  const handler = direct ? (request: FastifyRequest, reply: FastifyReply) => direct.answer(request, reply) ?? viaApollo(request, reply) : viaApollo;
 
   await app.register(async (scope) => {
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
@@ -166,10 +192,14 @@ function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLCont
   // One listener for every request: it keeps no state of its own.
   const listener = {
     async didEncounterErrors({ errors, contextValue }: { errors: readonly GraphQLError[]; contextValue?: GraphQLContext }) {
-      for (const err of errors) {
-        if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
-      }
+      logMasked(log, errors, contextValue?.requestId);
     },
   };
   return { requestDidStart: async () => listener };
+}
+
+function logMasked(log: FastifyBaseLogger, errors: readonly GraphQLError[], requestId: string | undefined): void {
+  for (const err of errors) {
+    if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId }, 'graphql: masked internal error');
+  }
 }
