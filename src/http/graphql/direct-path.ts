@@ -33,8 +33,14 @@ import type { CompiledExecution } from './compiled-executor.js';
 /** Apollo Server's media types for a single result (its MEDIA_TYPES). */
 const APPLICATION_JSON = 'application/json; charset=utf-8';
 const SINGLE_RESULT_TYPES = [APPLICATION_JSON, 'application/graphql-response+json; charset=utf-8', 'application/json; callbackSpec=1.0; charset=utf-8'];
-/** Query texts (and Accept values) kept: the ones a deployment's clients send are a few dozen. */
+/**
+ * Query texts kept, by count and by their total length (as Apollo's document store is bounded by size):
+ * a deployment's clients send a few dozen; a flood of distinct texts only evicts the oldest. A text longer
+ * than QUERY_KEPT_MAX_CHARS is answered all the same, parsed each time.
+ */
 const DOCUMENTS_KEPT = 1000;
+const DOCUMENTS_KEPT_CHARS = 4 * 1024 * 1024;
+const QUERY_KEPT_MAX_CHARS = 64 * 1024;
 const ACCEPTS_KEPT = 100;
 
 export interface DirectPathOptions {
@@ -52,6 +58,8 @@ export interface DirectPathOptions {
   didEncounterErrors(errors: readonly GraphQLError[], context: GraphQLContext): void;
   /** Told of every operation answered: its type and whether any error went out. */
   answered?(operation: string, outcome: 'ok' | 'error'): void;
+  /** How much is kept of query texts (tests); default: DOCUMENTS_KEPT, DOCUMENTS_KEPT_CHARS, QUERY_KEPT_MAX_CHARS. */
+  keep?: { documents: number; chars: number; queryChars: number };
 }
 
 /** A document as kept: parsed and valid, with the operations resolved from it by name. */
@@ -69,6 +77,8 @@ export function directPath(opts: DirectPathOptions): DirectPath {
   const rules = [...specifiedRules, ...(opts.introspection ? [] : [NoSchemaIntrospectionCustomRule]), ...opts.validationRules];
   // null: the text does not parse or validate, and Apollo answers it (with its own messages).
   const documents = new Map<string, Prepared | null>();
+  let keptChars = 0;
+  const keep = opts.keep ?? { documents: DOCUMENTS_KEPT, chars: DOCUMENTS_KEPT_CHARS, queryChars: QUERY_KEPT_MAX_CHARS };
   const mediaTypes = new Map<string, string | null>();
 
   const prepare = (query: string): Prepared | null => {
@@ -81,8 +91,14 @@ export function directPath(opts: DirectPathOptions): DirectPath {
     } catch {
       // A syntax error or too many tokens: Apollo's answer.
     }
-    if (documents.size >= DOCUMENTS_KEPT) documents.delete(documents.keys().next().value as string);
+    if (query.length > keep.queryChars) return prepared;
+    for (const oldest of documents.keys()) {
+      if (documents.size < keep.documents && keptChars + query.length <= keep.chars) break;
+      documents.delete(oldest);
+      keptChars -= oldest.length;
+    }
     documents.set(query, prepared);
+    keptChars += query.length;
     return prepared;
   };
 
