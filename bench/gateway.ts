@@ -11,7 +11,8 @@
 //     lookup, so that the gateway's own work can be told from the metered update's database cost);
 //  6. the lookup of 1 with a key that has a credit limit (issue 24: the key's reservation and its
 //     confirmation, and the account's op id recorded and settled), against 1 (a key without one);
-//  7. the lookup of 1 on a third gateway process with Prometheus metrics on (what METRICS_PORT costs);
+//  7. the lookup of 1 with Prometheus metrics on (what METRICS_PORT costs), served by a second gateway
+//     in the same process as 1, so that on and off differ in nothing else;
 // and the ratio 1 / 3: the target is ≥ 85% on the compiled build (issue 26). Scenarios alternate in
 // rounds, so drift hits all alike. BENCH_BUILD (bench/build.ts): dist, the compiled build (default;
 // built first if missing or stale), tsx, the sources through tsx, or compare: both, scenarios 1-3 on a
@@ -51,9 +52,7 @@ async function server(): Promise<void> {
   const { PrometheusMetrics } = await load<typeof import('../src/metrics/prometheus.js')>('metrics/prometheus.js');
   const config = loadConfig();
   const connection = await connectDatabase(config.MONGODB_URI!, { dbName: `bench_${process.pid}` });
-  // As main.ts does with METRICS_PORT set (the listener itself is idle during the run).
-  const metrics = process.env.BENCH_METRICS === '1' ? new PrometheusMetrics() : undefined;
-  const services = await buildServices(config, { connection, metrics });
+  const services = await buildServices(config, { connection });
   const actor = { actor: 'bench', ip: null, host: 'bench' };
   const account = await services.credits.createAccount('bench', 1_000_000_000, actor);
   const key = await services.keys.create(account.id, 'bench', actor);
@@ -64,11 +63,24 @@ async function server(): Promise<void> {
   const { ObjectId } = await import('mongodb');
   const rawId = new ObjectId(raw.id);
 
-  const app = await buildApp({ config, services, metrics });
+  const app = await buildApp({ config, services });
   app.post('/bench/bare', async () => ({ ok: true }));
   // CPU time of this process, so the client can report the gateway's cost per request whatever else
   // runs on the machine.
   app.get('/bench/cpu', async () => process.cpuUsage());
+  // BENCH_METRICS_TWIN=1: a second gateway in this same process, with Prometheus metrics on as main.ts
+  // sets them up with METRICS_PORT (the exposition listener itself is idle during the run), so that
+  // metrics on and off are compared in one process: same heap, same JIT, same CPU (issue 26). Its
+  // services are its own (the domain's counters are part of the cost), on the same database.
+  let twin: { app: typeof app; services: typeof services } | undefined;
+  if (process.env.BENCH_METRICS_TWIN === '1') {
+    const metrics = new PrometheusMetrics();
+    const twinServices = await buildServices(config, { connection, metrics });
+    const twinApp = await buildApp({ config, services: twinServices, metrics });
+    twinApp.get('/bench/cpu', async () => process.cpuUsage());
+    await twinApp.listen({ port: 0, host: '127.0.0.1' });
+    twin = { app: twinApp, services: twinServices };
+  }
   // The charge's shape: a lookup's one-shot guarded $inc (it records no operation id).
   app.post('/bench/db', async () => {
     const doc = await accounts.findOneAndUpdate(
@@ -94,11 +106,14 @@ async function server(): Promise<void> {
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
-  process.stdout.write(`${JSON.stringify({ ready: true, port, key: key.key, cappedKey: capped.key, keyFeed: services.keyFeedState() })}\n`);
+  const metricsPort = twin ? (twin.app.server.address() as { port: number }).port : undefined;
+  process.stdout.write(`${JSON.stringify({ ready: true, port, metricsPort, key: key.key, cappedKey: capped.key, keyFeed: services.keyFeedState() })}\n`);
   process.on('SIGTERM', () => {
     void app
       .close()
       .then(() => services.close())
+      .then(() => twin?.app.close())
+      .then(() => twin?.services.close())
       .then(() => connection.dropDatabase())
       .then(() => connection.close())
       .finally(() => process.exit(0));
@@ -143,14 +158,14 @@ async function client(): Promise<void> {
       env: { SMTP_URL: 'smtp://127.0.0.1:2525', ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', BENCH_SERVER_BUILD: serverBuild, ...env },
     });
     children.push(child);
-    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; key: string; cappedKey: string; keyFeed: string };
+    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; metricsPort?: number; key: string; cappedKey: string; keyFeed: string };
     return { child, ...ready };
   };
-  const gateway = await startGateway({});
+  // With its metrics twin: the same process serves the lookup with metrics on, on metricsPort.
+  const gateway = await startGateway({ BENCH_METRICS_TWIN: '1' });
   // The same gateway with the shared rate limit on, so high that nothing is refused: what one counted
   // request costs (a guarded $inc upsert in MongoDB per lookup).
   const limited = await startGateway({ RATE_LIMIT_PER_MINUTE: '1000000000' });
-  const withMetrics = await startGateway({ BENCH_METRICS: '1' });
   const viaTsx = build === 'compare' ? await startGateway({}, 'tsx') : undefined;
   // BENCH_TRACING=1: one more gateway with tracing on (every span exported over OTLP/HTTP to a sink
   // in this process), for the cost of tracing: scenario 6 against scenario 1.
@@ -170,7 +185,7 @@ async function client(): Promise<void> {
     { name: 'POST /api/playground/query, rate limit on', path: '/api/playground/query', gw: limited },
     { name: 'bare route + the charge\'s metered update', path: '/bench/metered', gw: gateway },
     { name: 'POST /api/playground/query, capped key', path: '/api/playground/query', gw: gateway, key: gateway.cappedKey },
-    { name: 'POST /api/playground/query, metrics on', path: '/api/playground/query', gw: withMetrics },
+    { name: 'POST /api/playground/query, metrics on', path: '/api/playground/query', gw: { ...gateway, port: gateway.metricsPort! } },
     ...(viaTsx
       ? [
           { name: 'POST /api/playground/query (tsx)', path: '/api/playground/query', gw: viaTsx },
@@ -271,7 +286,7 @@ async function client(): Promise<void> {
 
   async function finish(failed: boolean): Promise<never> {
     agent.destroy();
-    for (const g of [gw, limited.child, withMetrics.child, ...(viaTsx ? [viaTsx.child] : [])]) {
+    for (const g of [gw, limited.child, ...(viaTsx ? [viaTsx.child] : [])]) {
       g.kill('SIGTERM');
       await new Promise((r) => g.once('exit', r));
     }
