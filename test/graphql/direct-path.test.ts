@@ -67,6 +67,8 @@ interface Sent {
 interface Seen {
   status: number;
   headers: Record<string, string | null>;
+  /** Every header's name but the date's and the request id's. */
+  headerNames: string[];
   body: unknown;
   /** Requests Apollo handled for this one. */
   apollo: number;
@@ -84,6 +86,7 @@ async function send(s: Side, sent: Sent): Promise<Seen> {
   return {
     status: res.status,
     headers: Object.fromEntries(COMPARED_HEADERS.map((h) => [h, res.headers.get(h)?.replace(/t=\d+/, 't=N') ?? null])),
+    headerNames: [...res.headers.keys()].filter((h) => h !== 'date' && h !== 'x-request-id').sort(),
     body: text.endsWith('\n') ? { json: JSON.parse(text) as unknown, newline: true } : text,
     apollo: apolloCalls.mock.calls.length - before,
   };
@@ -115,6 +118,7 @@ describe('the direct path of /graphql answers as Apollo Server', () => {
     const seen = await same({ body: { query: LOOKUP, variables: { w: 'oak' }, operationName: 'L' } }, 'direct');
     expect(seen.status).toBe(200);
     expect(seen.headers['content-type']).toBe('application/graphql-response+json; charset=utf-8');
+    expect(seen.headerNames).toEqual(expect.arrayContaining(['content-length', 'content-type', 'vary']));
     expect(seen.body).toEqual({ json: { data: { lookup: { keyword: 'oak', definition: 'definition of oak', credits: before[0]! - 1 } } }, newline: true });
     expect((await same({ body: { query: LOOKUP, variables: { w: 'elm' } }, accept: null }, 'direct')).headers['content-type']).toBe('application/json; charset=utf-8');
     expect((await same({ body: { query: LOOKUP, variables: { w: 'ash' }, operationName: null }, accept: '*/*' }, 'direct')).headers['content-type']).toBe('application/json; charset=utf-8');
