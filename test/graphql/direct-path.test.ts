@@ -86,10 +86,18 @@ async function send(s: Side, sent: Sent): Promise<Seen> {
   return {
     status: res.status,
     headers: Object.fromEntries(COMPARED_HEADERS.map((h) => [h, res.headers.get(h)?.replace(/t=\d+/, 't=N') ?? null])),
-    headerNames: [...res.headers.keys()].filter((h) => h !== 'date' && h !== 'x-request-id').sort(),
+    headerNames: headerNamesOf(res.headers),
     body: text.endsWith('\n') ? { json: JSON.parse(text) as unknown, newline: true } : text,
     apollo: apolloCalls.mock.calls.length - before,
   };
+}
+
+function headerNamesOf(headers: Headers): string[] {
+  const names: string[] = [];
+  headers.forEach((_, name) => {
+    if (name !== 'date' && name !== 'x-request-id') names.push(name);
+  });
+  return names.sort();
 }
 
 /** Sends to both gateways; returns what each answered, with the direct side's Apollo count. */
