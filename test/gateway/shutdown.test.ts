@@ -59,7 +59,9 @@ describe('graceful shutdown (the real process)', () => {
     // The idle connection is closed once the gateway stops accepting: it is closing by then.
     await idle.closed;
     inflight.write(body.slice(10));
-    const answer = await inflight.response();
+    const answer = await inflight.response().catch((err: Error) => {
+      throw new Error(`${err.message}\n--- gateway stderr:\n${gw.stderr()}\n--- last lines:\n${gw.lines.slice(-30).join('\n')}`);
+    });
     expect(answer.status, answer.body).toBe(200);
     expect(answer.headers.connection).toBe('close');
     expect(JSON.parse(answer.body)).toMatchObject({ keyword: 'serendipity', credits: 99 });
