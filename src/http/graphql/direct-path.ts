@@ -19,14 +19,12 @@
  * A request this path does not take runs nothing here: the choice is made before the context exists.
  * The equivalence is tested request by request against Apollo (test/graphql/direct-path.test.ts).
  */
-import { GraphQLError, getOperationAST, Kind, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult, type GraphQLFormattedError, type OperationDefinitionNode, type ValidationRule } from 'graphql';
+import { GraphQLError, getOperationAST, Kind, NoSchemaIntrospectionCustomRule, parse, specifiedRules, validate, type DocumentNode, type ExecutionResult, type GraphQLFormattedError, type GraphQLSchema, type OperationDefinitionNode, type ValidationRule } from 'graphql';
 import Negotiator from 'negotiator';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AppError } from '../../domain/errors.js';
 import { rateLimitHeaders } from '../../edge/rate-limit-headers.js';
 import type { GraphQLContext } from '../../graphql/context.js';
-import type { ErrorFormatter } from '../../graphql/errors.js';
-import { toRequestError } from '../../graphql/errors.js';
+import { toRequestError, type ErrorFormatter } from '../../graphql/errors.js';
 import type { OperationAdmission } from './admission.js';
 import type { CompiledExecution } from './compiled-executor.js';
 
@@ -44,7 +42,7 @@ const QUERY_KEPT_MAX_CHARS = 64 * 1024;
 const ACCEPTS_KEPT = 100;
 
 export interface DirectPathOptions {
-  schema: import('graphql').GraphQLSchema;
+  schema: GraphQLSchema;
   /** Armor's rules and the HTTP door's own (the rules Apollo is given). */
   validationRules: readonly ValidationRule[];
   introspection: boolean;
@@ -124,7 +122,7 @@ export function directPath(opts: DirectPathOptions): DirectPath {
 
   const formatErrors = (errors: readonly GraphQLError[], head: Head): GraphQLFormattedError[] => errors.map((error) => formatOne(error, head, opts.formatError));
 
-  async function run(request: FastifyRequest, reply: FastifyReply, prepared: Prepared, operation: OperationDefinitionNode, operationName: string | undefined, variables: Record<string, unknown> | undefined, mediaType: string, context: GraphQLContext): Promise<string> {
+  async function run(reply: FastifyReply, prepared: Prepared, operation: OperationDefinitionNode, operationName: string | undefined, variables: Record<string, unknown> | undefined, mediaType: string, context: GraphQLContext): Promise<string> {
     const head: Head = { status: undefined, headers: new Map() };
     let body: { errors?: GraphQLFormattedError[]; data?: unknown; extensions?: unknown };
     let failed = false;
@@ -145,7 +143,7 @@ export function directPath(opts: DirectPathOptions): DirectPath {
       const rateLimit = admitted.ok || admitted.kind === 'refused' ? admitted.rateLimit : null;
       if (rateLimit) for (const [name, value] of Object.entries(rateLimitHeaders(rateLimit))) head.headers.set(name, value);
       if (!admitted.ok) {
-        fail([admitted.kind === 'refused' ? toRequestError(admitted.error as AppError) : asGraphQLError(new Error(`admission found an operation the direct path validated invalid: ${admitted.errors[0]?.message}`))]);
+        fail([admitted.kind === 'refused' ? toRequestError(admitted.error) : asGraphQLError(new Error(`admission found an operation the direct path validated invalid: ${admitted.errors[0]?.message}`))]);
         break admission;
       }
       let result: ExecutionResult;
@@ -195,7 +193,7 @@ export function directPath(opts: DirectPathOptions): DirectPath {
       if (!operation) return undefined;
       const context = opts.contextOf(request);
       if (!context) return undefined;
-      return run(request, reply, prepared, operation, name, isRecord(variables) ? variables : undefined, mediaType, context);
+      return run(reply, prepared, operation, name, isRecord(variables) ? variables : undefined, mediaType, context);
     },
   };
 }
