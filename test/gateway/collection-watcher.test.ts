@@ -38,6 +38,9 @@ describe('CollectionWatcher', () => {
     // No wait between start() and the writes: start() resolves once nothing can be missed.
     await col.insertOne({ _id: 'x' as never, n: 1, updatedAt: new Date() });
     await col.updateOne({ _id: 'x' as never }, { $set: { n: 2, updatedAt: new Date() } });
+    // 'updateLookup' reads the document when the event is read (as MongoDB does): delete only once the
+    // update has arrived, or a slow read finds the document gone and the event has no fullDocument.
+    await until(() => events.length >= 2, 'the update');
     await col.deleteOne({ _id: 'x' as never });
     await until(() => events.length >= 3, 'three events');
     expect(events.map((e) => e.operationType)).toEqual(['insert', 'update', 'delete']);
@@ -72,6 +75,8 @@ describe('CollectionWatcher', () => {
     await col.updateOne({ _id: 1 as never }, { $inc: { n: 1 } });
     await col.updateOne({ _id: 1 as never }, [{ $set: { n: { $add: ['$n', 1] } } }]);
     await col.updateOne({ _id: 1 as never }, { $set: { n: 10, updatedAt: new Date() } });
+    // The update's document is looked up when its event is read: replace only once it has arrived.
+    await until(() => events.some((e) => e.operationType === 'update'), 'the update that sets updatedAt');
     await col.insertOne({ _id: 2 as never, owner: 'other', updatedAt: new Date() });
     await col.replaceOne({ _id: 1 as never }, { owner: 'me', n: 11 });
     await col.deleteOne({ _id: 1 as never });
