@@ -44,8 +44,28 @@ export function invalidFrom(issues: readonly Issue[], root: string): AppError {
   return invalid(field, `${field} ${issue.message}`);
 }
 
+/**
+ * Cheap tests, per schema, that are true only of values the schema accepts as they are (its output
+ * equals its input): a charging request checks its input at every door it passes (the REST body, then
+ * the domain), and on the hot path the common case need not go through zod twice. A value the test
+ * does not pass is parsed by zod as before, so every error and its message stays zod's.
+ */
+const quickAccepts = new WeakMap<z.ZodType, (input: unknown) => boolean>();
+
+/** Registers `accepts` for `schema` (see quickAccepts); returns the schema. */
+export function withQuickAccept<S extends z.ZodType>(schema: S, accepts: (input: unknown) => boolean): S {
+  quickAccepts.set(schema, accepts);
+  return schema;
+}
+
+/** The schema's quick test, if it has one. */
+export function quickAcceptOf(schema: unknown): ((input: unknown) => boolean) | undefined {
+  return schema instanceof z.ZodType ? quickAccepts.get(schema) : undefined;
+}
+
 /** Parses `input` with a domain schema, or throws the contract's 400. */
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown, root: string): z.output<S> {
+  if (quickAccepts.get(schema)?.(input)) return input as z.output<S>;
   const result = schema.safeParse(input);
   if (!result.success) throw invalidFrom(result.error.issues, root);
   return result.data;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { quickAcceptOf } from '../../domain/validation.js';
 
 /**
  * Route schemas are zod (the domain's request rules, src/domain/validation.ts). Requests are validated
@@ -24,6 +25,9 @@ type Compile = typeof validatorCompiler;
  */
 const compileValidator: Compile = (route) => {
   const parse = validatorCompiler(route);
+  // A domain schema's quick test (src/domain/validation.ts): what it passes, zod would pass unchanged.
+  const quick = quickAcceptOf(route.schema);
+  if (quick) return (data: unknown) => (quick(data) ? { value: data } : parse(data));
   const names = absentPassesAsIs(route.schema);
   if (!names) return parse;
   return (data: unknown) => {
