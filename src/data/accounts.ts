@@ -72,12 +72,12 @@ export class MongoAccountStore implements AccountStore {
     if (usage) {
       // Usage counts in this same update: it applies exactly when (and as often as) the balance change does.
       const day = utcDay(usage.at);
-      const bucket = `usage.${usageBucket(day, usage.service, usage.source)}`;
+      const fields = bucketFields(day, usage.service, usage.source);
       if (delta < 0) {
-        inc[`${bucket}.calls`] = 1;
-        inc[`${bucket}.credits`] = -delta;
+        inc[fields.calls] = 1;
+        inc[fields.credits] = -delta;
       } else {
-        inc[`${bucket}.refunded`] = delta;
+        inc[fields.refunded] = delta;
       }
       update.$min = { usageOldestDay: day };
     }
@@ -125,6 +125,32 @@ export class MongoAccountStore implements AccountStore {
   }
 }
 
+interface BucketFields {
+  calls: string;
+  credits: string;
+  refunded: string;
+}
+
+/** The counters' field paths of a usage bucket, named once per day, service and source (every charge names them). */
+function bucketFields(day: Date, service: UsageCount['service'], source: string): BucketFields {
+  const ms = day.getTime();
+  if (ms !== fieldsDay) {
+    fieldsDay = ms;
+    fieldsOfDay.clear();
+  }
+  const id = `${service}:${source}`;
+  let fields = fieldsOfDay.get(id);
+  if (!fields) {
+    const bucket = `usage.${usageBucket(day, service, source)}`;
+    fields = { calls: `${bucket}.calls`, credits: `${bucket}.credits`, refunded: `${bucket}.refunded` };
+    if (fieldsOfDay.size >= RECENT_IDS_KEPT) fieldsOfDay.clear();
+    fieldsOfDay.set(id, fields);
+  }
+  return fields;
+}
+let fieldsDay = Number.NaN;
+const fieldsOfDay = new Map<string, BucketFields>();
+
 /** Automatic recharge may start for this account: it is on and none is in flight. */
 function rechargeStateOf(doc: Pick<AccountDoc, 'autoRecharge' | 'rechargeInFlight'>): RechargeState {
   return doc.autoRecharge?.enabled && !doc.rechargeInFlight ? { threshold: doc.autoRecharge.threshold } : null;
@@ -154,9 +180,21 @@ export function nativeCollection<T extends Document>(connection: Connection, nam
   return connection.db.collection<T>(name);
 }
 
+/**
+ * The id as an ObjectId (null: not one). Recent ones are kept: every charge names its account, and
+ * parsing the hex again costs more than the lookup (an ObjectId is never changed once made).
+ */
 export function toObjectId(id: string): Types.ObjectId | null {
-  return typeof id === 'string' && /^[0-9a-fA-F]{24}$/.test(id) ? new Types.ObjectId(id) : null;
+  const known = recentIds.get(id);
+  if (known) return known;
+  if (typeof id !== 'string' || !/^[0-9a-fA-F]{24}$/.test(id)) return null;
+  const made = new Types.ObjectId(id);
+  if (recentIds.size >= RECENT_IDS_KEPT) recentIds.clear();
+  recentIds.set(id, made);
+  return made;
 }
+const RECENT_IDS_KEPT = 4096;
+const recentIds = new Map<string, Types.ObjectId>();
 
 export function ignoreExists(err: unknown): void {
   if ((err as { codeName?: string; code?: number }).codeName === 'NamespaceExists' || (err as { code?: number }).code === 48) return;
