@@ -9,6 +9,8 @@ export interface DefinitionCacheStore {
 interface Entry {
   definition: string;
   expiresAt: number;
+  /** `moves` when it last went to the recent end. */
+  movedAt: number;
 }
 
 /**
@@ -18,6 +20,8 @@ interface Entry {
  */
 export class LayeredDefinitionCache implements DefinitionCache {
   private readonly memory = new Map<string, Entry>();
+  /** Entries put at the recent end so far (inserted or moved). */
+  private moves = 0;
 
   constructor(
     private readonly opts: { ttlMs: number; maxEntries: number; store?: DefinitionCacheStore; now?: () => number },
@@ -29,11 +33,18 @@ export class LayeredDefinitionCache implements DefinitionCache {
     const now = this.now();
     const hit = this.memory.get(key);
     if (hit) {
-      this.memory.delete(key);
       if (hit.expiresAt > now) {
-        this.memory.set(key, hit);
+        // Least recently used first, to a quarter of the cache: an entry that fewer than a quarter of
+        // maxEntries others passed since it last moved is among the most recent already, and a hit
+        // (on the hot path) leaves it where it is.
+        if (this.moves - hit.movedAt > this.opts.maxEntries >> 2) {
+          this.memory.delete(key);
+          hit.movedAt = ++this.moves;
+          this.memory.set(key, hit);
+        }
         return hit.definition;
       }
+      this.memory.delete(key);
     }
     if (!this.opts.store) return null;
     const stored = await this.opts.store.get(provider, keyword, new Date(now));
@@ -60,7 +71,7 @@ export class LayeredDefinitionCache implements DefinitionCache {
       if (oldest.done) break;
       this.memory.delete(oldest.value);
     }
-    this.memory.set(key, { definition, expiresAt });
+    this.memory.set(key, { definition, expiresAt, movedAt: ++this.moves });
   }
 
   private now(): number {
