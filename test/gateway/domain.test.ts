@@ -125,6 +125,22 @@ describe('key services', () => {
     expect(await code(k.authenticator.authenticate(header))).toBe('invalid_api_key');
   });
 
+  it('a cached key answers without a promise of its own, as one frozen principal every request shares', async () => {
+    const feed = new ManualKeyFeed();
+    const { k, header, created, acc } = await setup(feed);
+    const first = await k.authenticator.authenticateWithLimit(header);
+    const now = k.verifier.verifyNow(header);
+    expect(now).not.toBeInstanceOf(Promise);
+    expect(now).toEqual({ ok: true, principal: first.principal });
+    const second = await k.authenticator.authenticateWithLimit(header);
+    expect(second.principal).toBe(first.principal);
+    expect(second.principal).toMatchObject({ accountId: acc.id, keyId: created.id });
+    expect(Object.isFrozen(second.principal)).toBe(true);
+    // Refusals still come as rejections, never as a throw from the call itself.
+    const refused = k.authenticator.authenticateWithLimit('Bearer abc');
+    expect(await code(refused)).toBe('invalid_api_key_format');
+  });
+
   it('losing the feed drops the cache and stops caching', async () => {
     const feed = new ManualKeyFeed();
     const { k, keys, header } = await setup(feed);
@@ -262,6 +278,19 @@ describe('DefinitionLookup', () => {
     expect(cache.size).toBe(2);
     expect(await cache.get('p', 'b')).toBeNull();
     expect(await cache.get('p', 'a')).toBe('A');
+  });
+
+  it('a hit moves an entry only once a quarter of the cache has passed it; a hot entry outlives the churn', async () => {
+    const cache = new LayeredDefinitionCache({ ttlMs: 60_000, maxEntries: 8 });
+    await cache.set('p', 'hot', 'H');
+    for (let i = 0; i < 40; i++) {
+      await cache.set('p', `cold${i}`, 'C');
+      expect(await cache.get('p', 'hot')).toBe('H');
+    }
+    expect(cache.size).toBe(8);
+    // The cold entries went least recently used first: the last seven remain.
+    expect(await cache.get('p', 'cold32')).toBeNull();
+    expect(await cache.get('p', 'cold33')).toBe('C');
   });
 
   it('keyword rules count characters, not UTF-16 units', () => {

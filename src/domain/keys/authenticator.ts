@@ -5,7 +5,7 @@ import type { GrantChanges } from './grant-changes.js';
 import type { LastUsedRecorder } from './last-used.js';
 import { rateLimitedError, type RateLimitOutcome, type RateLimiter } from './rate-limit.js';
 import type { RevocationReason, Revocations } from './revocations.js';
-import type { KeyVerifier } from './verifier.js';
+import type { KeyVerifier, VerifyResult } from './verifier.js';
 
 /**
  * What an API door asks of keys for every request: verify the key (the contract's 401s), count it
@@ -16,10 +16,25 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
     private readonly deps: { verifier: KeyVerifier; limiter: RateLimiter; lastUsed: LastUsedRecorder; revocations: Revocations; grants: GrantChanges },
   ) {}
 
-  async authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
-    const result = await this.deps.verifier.verify(authorization);
-    if (!result.ok) throw new AppError(result.reason);
-    return { principal: result.principal, rateLimit: await this.count(result.principal.keyId, cost, result.principal) };
+  authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
+    // Every request's path: no async frame while memory answers (a cached key, no shared rate limit).
+    try {
+      const result = this.deps.verifier.verifyNow(authorization);
+      return result instanceof Promise ? result.then((r) => this.admitted(r, cost)) : this.admitted(result, cost);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private admitted(result: VerifyResult, cost: number): Promise<KeyAdmission> {
+    if (!result.ok) return Promise.reject(new AppError(result.reason));
+    const { principal } = result;
+    const limit = this.deps.limiter.limitFor(principal.rateLimitPerMinute);
+    if (limit <= 0) {
+      this.deps.lastUsed.note(principal.keyId);
+      return Promise.resolve({ principal, rateLimit: null });
+    }
+    return this.count(principal.keyId, cost, principal).then((rateLimit) => ({ principal, rateLimit }));
   }
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {

@@ -14,6 +14,8 @@ interface CachedKey {
   keyId: string;
   accountId: string;
   grant: KeyGrant;
+  /** The caller every request with this key is, made once (frozen: requests share it). */
+  principal: KeyPrincipal & KeyGrant;
   expiresAt: Date | null;
   /** The key's settings version (updatedAt, ms) when it was read. */
   version: number;
@@ -84,6 +86,14 @@ export class KeyVerifier {
 
   /** The contract's refusals in order: header, format, unknown or deleted key, expired key. */
   async verify(authorization: string | undefined): Promise<VerifyResult> {
+    return this.verifyNow(authorization);
+  }
+
+  /**
+   * verify, answered at once when memory knows (a malformed header, or a cached key while the feed is
+   * live: almost every request), a promise only when the database must be read.
+   */
+  verifyNow(authorization: string | undefined): VerifyResult | Promise<VerifyResult> {
     const parsed = parseBearer(authorization);
     if (!parsed.ok) return parsed;
     const hash = hashKey(parsed.key);
@@ -92,6 +102,10 @@ export class KeyVerifier {
       if (this.deps.changes?.live) return this.admit(cached);
       this.cache.clear();
     }
+    return this.readByHash(hash);
+  }
+
+  private async readByHash(hash: string): Promise<VerifyResult> {
     const epoch = this.epoch;
     const record = await this.deps.keys.findByHash(hash);
     if (!record || record.deletedAt) return { ok: false, reason: 'invalid_api_key' };
@@ -160,7 +174,7 @@ export class KeyVerifier {
   private admit(entry: CachedKey): VerifyResult {
     if (this.expired(entry)) return { ok: false, reason: 'api_key_expired' };
     this.watchExpiry(entry.keyId, entry.expiresAt);
-    return { ok: true, principal: { accountId: entry.accountId, keyId: entry.keyId, ...entry.grant } };
+    return { ok: true, principal: entry.principal };
   }
 
   private expired(entry: CachedKey): boolean {
@@ -235,5 +249,7 @@ export function grantOf(record: KeyRecord): KeyGrant {
 }
 
 function toCached(record: KeyRecord): CachedKey {
-  return { keyId: record.id, accountId: record.accountId, grant: grantOf(record), expiresAt: record.expiresAt ?? null, version: record.updatedAt?.getTime() ?? 0 };
+  const grant = grantOf(record);
+  const principal: KeyPrincipal & KeyGrant = Object.freeze({ accountId: record.accountId, keyId: record.id, ...grant });
+  return { keyId: record.id, accountId: record.accountId, grant, principal, expiresAt: record.expiresAt ?? null, version: record.updatedAt?.getTime() ?? 0 };
 }
