@@ -269,6 +269,28 @@ describe('DefinitionLookup', () => {
     expect(provider.calls).toEqual(['cat', 'cat']);
   });
 
+  it('a memory hit answers without the provider; a cache whose memory read throws is reported and skipped, charged once', async () => {
+    const { lookup, principal, provider, service, acc } = await setup();
+    await lookup.lookup(principal, 'cat');
+    expect(await lookup.lookup(principal, ' cat')).toEqual({ keyword: 'cat', definition: 'definition of cat', credits: 1 });
+    expect(provider.calls).toEqual(['cat']);
+
+    const errors: unknown[] = [];
+    const broken = new LayeredDefinitionCache({ ttlMs: 60_000, maxEntries: 2 });
+    broken.peek = () => {
+      throw new Error('memory gone');
+    };
+    const c = credits();
+    const account = await c.service.createAccount('b', 2, actor);
+    const other = new DefinitionLookup({ credits: c.service, provider, cache: broken, maxKeywordLength: 100, onCacheError: (e) => errors.push(e) });
+    expect(await other.lookup({ accountId: account.id, keyId: 'k'.repeat(24) }, 'dog')).toEqual({ keyword: 'dog', definition: 'definition of dog', credits: 1 });
+    // Reported by the memory read, and again by the cache's get (which reads memory first).
+    expect(errors.length).toBeGreaterThan(0);
+    expect(errors.every((e) => (e as Error).message === 'memory gone')).toBe(true);
+    expect(await c.service.balances([account.id])).toEqual([1]);
+    expect(await service.balances([acc.id])).toEqual([1]);
+  });
+
   it('the memory cache is bounded (least recently used goes first)', async () => {
     const cache = new LayeredDefinitionCache({ ttlMs: 60_000, maxEntries: 2 });
     await cache.set('p', 'a', 'A');

@@ -167,7 +167,7 @@ export class CreditService implements CreditBalances {
   }
 
   private async chargeAccount(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
-    const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { ...usage, at: this.now() });
+    const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { service: usage.service, source: usage.source, at: this.now() });
     const alert = result.kind === 'applied' ? this.observe(accountId, result, 'charge') : undefined;
     if (alert) await alert.catch(() => undefined);
     if (result.kind === 'applied' && usage) this.metrics.creditsCharged(usage.service, amount);

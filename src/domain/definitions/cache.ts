@@ -27,26 +27,33 @@ export class LayeredDefinitionCache implements DefinitionCache {
     private readonly opts: { ttlMs: number; maxEntries: number; store?: DefinitionCacheStore; now?: () => number },
   ) {}
 
+  peek(provider: string, keyword: string): string | undefined {
+    if (this.opts.ttlMs <= 0) return undefined;
+    const key = cacheKey(provider, keyword);
+    const hit = this.memory.get(key);
+    if (!hit) return undefined;
+    if (hit.expiresAt <= this.now()) {
+      this.memory.delete(key);
+      return undefined;
+    }
+    // Least recently used first, to a quarter of the cache: an entry that fewer than a quarter of
+    // maxEntries others passed since it last moved is among the most recent already, and a hit (on
+    // the hot path) leaves it where it is.
+    if (this.moves - hit.movedAt > this.opts.maxEntries >> 2) {
+      this.memory.delete(key);
+      hit.movedAt = ++this.moves;
+      this.memory.set(key, hit);
+    }
+    return hit.definition;
+  }
+
   async get(provider: string, keyword: string): Promise<string | null> {
     if (this.opts.ttlMs <= 0) return null;
-    const key = cacheKey(provider, keyword);
-    const now = this.now();
-    const hit = this.memory.get(key);
-    if (hit) {
-      if (hit.expiresAt > now) {
-        // Least recently used first, to a quarter of the cache: an entry that fewer than a quarter of
-        // maxEntries others passed since it last moved is among the most recent already, and a hit
-        // (on the hot path) leaves it where it is.
-        if (this.moves - hit.movedAt > this.opts.maxEntries >> 2) {
-          this.memory.delete(key);
-          hit.movedAt = ++this.moves;
-          this.memory.set(key, hit);
-        }
-        return hit.definition;
-      }
-      this.memory.delete(key);
-    }
+    const known = this.peek(provider, keyword);
+    if (known !== undefined) return known;
     if (!this.opts.store) return null;
+    const now = this.now();
+    const key = cacheKey(provider, keyword);
     const stored = await this.opts.store.get(provider, keyword, new Date(now));
     // The store's own expiry is kept, but the memory copy never outlives this instance's TTL either.
     if (stored !== null) this.remember(key, stored, now + this.opts.ttlMs);

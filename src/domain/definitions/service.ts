@@ -39,7 +39,9 @@ export class DefinitionLookup implements DefinitionService {
     const usage: UsageTag = { service: 'definitions', source: sourceOf(principal) };
     const cost = costOf('lookup');
     const credits = await this.deps.credits.charge(principal.accountId, cost, null, usage, principal);
-    let definition: string;
+    // A definition in memory is answered at once (no promise); anything else may wait on the store or the provider.
+    let definition = this.inMemory(keyword);
+    if (definition !== undefined) return { keyword, definition, credits };
     try {
       definition = await this.define(keyword);
     } catch (err) {
@@ -49,6 +51,16 @@ export class DefinitionLookup implements DefinitionService {
       throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };
+  }
+
+  /** The cache's memory hit, if any; a cache that throws is reported and skipped (the credit is already charged). */
+  private inMemory(keyword: string): string | undefined {
+    try {
+      return this.deps.cache.peek?.(this.deps.provider.name, keyword);
+    } catch (err) {
+      this.deps.onCacheError?.(err);
+      return undefined;
+    }
   }
 
   private async define(keyword: string): Promise<string> {

@@ -28,6 +28,8 @@ export class DefinitionProviderError extends Error {
 
 /** Cached definitions per provider and keyword (with a TTL). */
 export interface DefinitionCache {
+  /** What memory holds, at once: the definition, or undefined (then ask `get`, which may read a store). */
+  peek?(provider: string, keyword: string): string | undefined;
   get(provider: string, keyword: string): Promise<string | null>;
   set(provider: string, keyword: string, definition: string): Promise<void>;
 }

@@ -20,7 +20,7 @@ export type BaseUrlOf = (request: Pick<FastifyRequest, 'protocol' | 'headers'>) 
  * Runs a charging operation under the request's `Idempotency-Key` (if any): a replay of a stored
  * result says so with `Idempotent-Replayed: true`, a stored error too.
  */
-export async function idempotent<T>(
+export function idempotent<T>(
   idempotency: Idempotency,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -29,6 +29,20 @@ export async function idempotent<T>(
   work: (attempt: IdempotentAttempt | null) => Promise<T>,
 ): Promise<T> {
   const key = request.headers['idempotency-key'];
+  // No key (almost every request): nothing to claim, remember or replay, so the work runs as it is.
+  if (key === undefined) return work(null);
+  return underKey(idempotency, request, reply, key, operation, input, work);
+}
+
+async function underKey<T>(
+  idempotency: Idempotency,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  key: string | string[],
+  operation: string,
+  input: unknown,
+  work: (attempt: IdempotentAttempt | null) => Promise<T>,
+): Promise<T> {
   const outcome = await idempotency.run(request.principal!, Array.isArray(key) ? key.join(',') : key, operation, input, work);
   if (outcome.kind !== 'ran') void reply.header('idempotent-replayed', 'true');
   return answerOf(outcome);
