@@ -93,13 +93,13 @@ async function server(): Promise<void> {
   // The same round trip with the charge's whole update: the lookup's usage counters (issue 18: the
   // metered update costs the database more than the bare one, which is not the gateway's own work).
   const { utcDay } = await load<typeof import('../src/domain/usage/types.js')>('domain/usage/types.js');
-  const { usageBucket } = await load<typeof import('../src/data/models/usage.js')>('data/models/usage.js');
+  const { usageCounterPaths } = await load<typeof import('../src/data/models/usage.js')>('data/models/usage.js');
   app.post('/bench/metered', async () => {
     const day = utcDay(new Date());
-    const bucket = `usage.${usageBucket(day, 'definitions', String(key.id))}`;
+    const paths = usageCounterPaths(day, 'definitions', String(key.id));
     const doc = await accounts.findOneAndUpdate(
       { _id: rawId, credits: { $gte: 1 } },
-      { $inc: { credits: -1, [`${bucket}.calls`]: 1, [`${bucket}.credits`]: 1 }, $set: { updatedAt: new Date() }, $min: { usageOldestDay: day } },
+      { $inc: { credits: -1, [paths.calls]: 1, [paths.credits]: 1 }, $set: { updatedAt: new Date() }, $min: { usageOldestDay: day } },
       { returnDocument: 'after', projection: { credits: 1 } },
     );
     return { credits: doc?.credits };

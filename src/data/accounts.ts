@@ -3,7 +3,7 @@ import type { Collection, Document } from 'mongodb';
 import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult, RechargeState } from '../domain/credits/records.js';
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
-import { usageBucket } from './models/usage.js';
+import { usageCounterPaths } from './models/usage.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
 
 const DUPLICATE_KEY = 11000;
@@ -72,7 +72,7 @@ export class MongoAccountStore implements AccountStore {
     if (usage) {
       // Usage counts in this same update: it applies exactly when (and as often as) the balance change does.
       const day = utcDay(usage.at);
-      const fields = bucketFields(day, usage.service, usage.source);
+      const fields = usageCounterPaths(day, usage.service, usage.source);
       if (delta < 0) {
         inc[fields.calls] = 1;
         inc[fields.credits] = -delta;
@@ -124,32 +124,6 @@ export class MongoAccountStore implements AccountStore {
     return accountIds.map((id) => byId.get(id.toLowerCase()) ?? null);
   }
 }
-
-interface BucketFields {
-  calls: string;
-  credits: string;
-  refunded: string;
-}
-
-/** The counters' field paths of a usage bucket, named once per day, service and source (every charge names them). */
-function bucketFields(day: Date, service: UsageCount['service'], source: string): BucketFields {
-  const ms = day.getTime();
-  if (ms !== fieldsDay) {
-    fieldsDay = ms;
-    fieldsOfDay.clear();
-  }
-  const id = `${service}:${source}`;
-  let fields = fieldsOfDay.get(id);
-  if (!fields) {
-    const bucket = `usage.${usageBucket(day, service, source)}`;
-    fields = { calls: `${bucket}.calls`, credits: `${bucket}.credits`, refunded: `${bucket}.refunded` };
-    if (fieldsOfDay.size >= RECENT_IDS_KEPT) fieldsOfDay.clear();
-    fieldsOfDay.set(id, fields);
-  }
-  return fields;
-}
-let fieldsDay = Number.NaN;
-const fieldsOfDay = new Map<string, BucketFields>();
 
 /** Automatic recharge may start for this account: it is on and none is in flight. */
 function rechargeStateOf(doc: Pick<AccountDoc, 'autoRecharge' | 'rechargeInFlight'>): RechargeState {

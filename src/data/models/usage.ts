@@ -53,12 +53,40 @@ export function usageBucket(day: Date, service: MeteredService, source: string):
   return `${yyyymmdd(day)}_${service}_${source}`;
 }
 
-// Every charge names its day: formatted once per day, not per charge (it is on the lookup's path).
-let lastDay = { ms: Number.NaN, text: '' };
-function yyyymmdd(day: Date): string {
+/** The field paths, on the account, of a bucket's counters (`usage.<bucket>.calls` and so on). */
+export interface UsageCounterPaths {
+  readonly calls: string;
+  readonly credits: string;
+  readonly refunded: string;
+}
+
+/**
+ * usageBucket's counters as field paths of the account. Every charge names them: they are made once
+ * per day, service and source, not per charge (it is on the lookup's path).
+ */
+export function usageCounterPaths(day: Date, service: MeteredService, source: string): UsageCounterPaths {
+  const byBucket = today(day).paths;
+  const id = `${service}:${source}`;
+  let paths = byBucket.get(id);
+  if (!paths) {
+    const field = `usage.${usageBucket(day, service, source)}`;
+    paths = { calls: `${field}.calls`, credits: `${field}.credits`, refunded: `${field}.refunded` };
+    if (byBucket.size >= PATHS_KEPT) byBucket.clear();
+    byBucket.set(id, paths);
+  }
+  return paths;
+}
+const PATHS_KEPT = 4096;
+
+// Every charge names its day: its text and its buckets' paths are made once per day, not per charge.
+let lastDay = { ms: Number.NaN, text: '', paths: new Map<string, UsageCounterPaths>() };
+function today(day: Date): typeof lastDay {
   const ms = day.getTime();
-  if (ms !== lastDay.ms) lastDay = { ms, text: day.toISOString().slice(0, 10).replace(/-/g, '') };
-  return lastDay.text;
+  if (ms !== lastDay.ms) lastDay = { ms, text: day.toISOString().slice(0, 10).replace(/-/g, ''), paths: new Map() };
+  return lastDay;
+}
+function yyyymmdd(day: Date): string {
+  return today(day).text;
 }
 
 /** The day, service and source a bucket counts; null for a name usageBucket never makes. */
