@@ -129,7 +129,7 @@ describe('key services', () => {
     const feed = new ManualKeyFeed();
     const { k, header, created, acc } = await setup(feed);
     const first = await k.authenticator.authenticateWithLimit(header);
-    const now = k.verifier.verifyNow(header);
+    const now = k.verifier.verify(header);
     expect(now).not.toBeInstanceOf(Promise);
     expect(now).toEqual({ ok: true, principal: first.principal });
     const second = await k.authenticator.authenticateWithLimit(header);

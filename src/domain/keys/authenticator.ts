@@ -19,7 +19,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   authenticateWithLimit(authorization: string | undefined, cost = 1): Promise<KeyAdmission> {
     // Every request's path: no async frame while memory answers (a cached key, no shared rate limit).
     try {
-      const result = this.deps.verifier.verifyNow(authorization);
+      const result = this.deps.verifier.verify(authorization);
       return result instanceof Promise ? result.then((r) => this.admitted(r, cost)) : this.admitted(result, cost);
     } catch (err) {
       return Promise.reject(err);
@@ -29,11 +29,6 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   private admitted(result: VerifyResult, cost: number): Promise<KeyAdmission> {
     if (!result.ok) return Promise.reject(new AppError(result.reason));
     const { principal } = result;
-    const limit = this.deps.limiter.limitFor(principal.rateLimitPerMinute);
-    if (limit <= 0) {
-      this.deps.lastUsed.note(principal.keyId);
-      return Promise.resolve({ principal, rateLimit: null });
-    }
     return this.count(principal.keyId, cost, principal).then((rateLimit) => ({ principal, rateLimit }));
   }
 
@@ -63,10 +58,15 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
    * The rate limit's verdict under the key's own limit or the server's (null: none applies, and no
    * database work); notes an admitted use.
    */
-  private async count(keyId: string, cost: number, key?: Pick<Principal, 'rateLimitPerMinute'>) {
+  private count(keyId: string, cost: number, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null> {
     const limit = this.deps.limiter.limitFor(key?.rateLimitPerMinute);
-    const rateLimit = limit > 0 ? await this.deps.limiter.take(keyId, cost, limit) : null;
-    if (!rateLimit || rateLimit.ok) this.deps.lastUsed.note(keyId);
-    return rateLimit;
+    if (limit <= 0) {
+      this.deps.lastUsed.note(keyId);
+      return Promise.resolve(null);
+    }
+    return this.deps.limiter.take(keyId, cost, limit).then((rateLimit) => {
+      if (rateLimit.ok) this.deps.lastUsed.note(keyId);
+      return rateLimit;
+    });
   }
 }

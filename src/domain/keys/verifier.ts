@@ -84,16 +84,12 @@ export class KeyVerifier {
     });
   }
 
-  /** The contract's refusals in order: header, format, unknown or deleted key, expired key. */
-  async verify(authorization: string | undefined): Promise<VerifyResult> {
-    return this.verifyNow(authorization);
-  }
-
   /**
-   * verify, answered at once when memory knows (a malformed header, or a cached key while the feed is
-   * live: almost every request), a promise only when the database must be read.
+   * The contract's refusals in order: header, format, unknown or deleted key, expired key. Answered at
+   * once when memory knows (a malformed header, or a cached key while the feed is live: almost every
+   * request), a promise only when the database must be read.
    */
-  verifyNow(authorization: string | undefined): VerifyResult | Promise<VerifyResult> {
+  verify(authorization: string | undefined): VerifyResult | Promise<VerifyResult> {
     const parsed = parseBearer(authorization);
     if (!parsed.ok) return parsed;
     const hash = hashKey(parsed.key);
