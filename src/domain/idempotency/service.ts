@@ -61,6 +61,11 @@ export function answerOf<T>(outcome: IdempotentOutcome<T>): T {
   return outcome.value;
 }
 
+/** Whether a request came with an Idempotency-Key: without one there is nothing to claim, remember or replay. */
+export function idempotencyKeySent<K>(key: K | undefined | null): key is K {
+  return key !== undefined && key !== null;
+}
+
 const KEEP_MS = 24 * 3600_000;
 const LOCK_MS = 60_000;
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -102,7 +107,7 @@ export class Idempotency {
     input: unknown,
     work: (attempt: IdempotentAttempt | null) => Promise<T>,
   ): Promise<IdempotentOutcome<T>> {
-    if (key === undefined || key === null) return { kind: 'ran', value: await work(null) };
+    if (!idempotencyKeySent(key)) return { kind: 'ran', value: await work(null) };
     if (typeof key !== 'string' || !KEY.test(key)) throw invalid('idempotencyKey', `Idempotency-Key ${KEY_RULE}`);
     const caller = principal.keyId ?? `console:${principal.userId ?? ''}`;
     const id = sha256(`${principal.accountId}\n${caller}\n${key}`);

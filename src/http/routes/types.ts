@@ -1,7 +1,7 @@
 import type { FastifyPluginOptions, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { answerOf, idempotencyKeySchema, type Idempotency, type IdempotentAttempt } from '../../domain/idempotency/service.js';
+import { answerOf, idempotencyKeySchema, idempotencyKeySent, type Idempotency, type IdempotentAttempt } from '../../domain/idempotency/service.js';
 
 /**
  * A REST route module: a Fastify plugin given only the interfaces its routes call. Its routes declare
@@ -29,8 +29,8 @@ export function idempotent<T>(
   work: (attempt: IdempotentAttempt | null) => Promise<T>,
 ): Promise<T> {
   const key = request.headers['idempotency-key'];
-  // No key (almost every request): nothing to claim, remember or replay, so the work runs as it is.
-  if (key === undefined) return work(null);
+  // No key (almost every request): the work runs as it is, with no frames of the idempotency's around it.
+  if (!idempotencyKeySent(key)) return work(null);
   return underKey(idempotency, request, reply, key, operation, input, work);
 }
 
