@@ -12,7 +12,22 @@ import { quickAcceptOf } from '../../domain/validation.js';
  */
 export function useZodSchemas(app: FastifyInstance): void {
   app.setValidatorCompiler(compileValidator);
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  app.setSerializerCompiler(({ schema }) => (schema instanceof z.ZodType ? serializers.get(schema) : undefined) ?? json);
+}
+
+const json = (data: unknown): string => JSON.stringify(data);
+
+/** Response schemas with a serializer of their own (withSerializer). */
+const serializers = new WeakMap<z.ZodType, (data: unknown) => string>();
+
+/**
+ * Gives a response schema its own serializer, for a body on the hot path whose JSON costs more than it
+ * need. `serialize` must answer exactly what JSON.stringify would, for any value it is given (what is
+ * not of the shape it knows goes to JSON.stringify).
+ */
+export function withSerializer<S extends z.ZodType>(schema: S, serialize: (data: unknown) => string): S {
+  serializers.set(schema, serialize);
+  return schema;
 }
 
 type Compile = typeof validatorCompiler;
@@ -22,19 +37,23 @@ type Compile = typeof validatorCompiler;
  * (`z.looseObject`, as a route's `headers`) whose properties are all optional and none of them sent
  * passes as it is. A charging route's headers are that on almost every request (no `Idempotency-Key`),
  * and parsing them would copy every header into a new object first.
+ *
+ * What passes as it is is answered `true` (valid, nothing replaced), never `{ value: data }`: Fastify
+ * assigns a `value` back to the request part, and an assigned `request.headers` is kept beside the
+ * raw headers, which makes every later read of `request.headers` merge the two into a new object.
  */
 const compileValidator: Compile = (route) => {
   const parse = validatorCompiler(route);
   // A domain schema's quick test (src/domain/validation.ts): what it passes, zod would pass unchanged.
   const quick = quickAcceptOf(route.schema);
-  if (quick) return (data: unknown) => (quick(data) ? { value: data } : parse(data));
+  if (quick) return (data: unknown) => quick(data) || parse(data);
   const names = absentPassesAsIs(route.schema);
   if (!names) return parse;
   return (data: unknown) => {
     if (data !== null && typeof data === 'object' && !Array.isArray(data)) {
       let sent = false;
       for (const name of names) if ((data as Record<string, unknown>)[name] !== undefined) sent = true;
-      if (!sent) return { value: data };
+      if (!sent) return true;
     }
     return parse(data);
   };

@@ -7,6 +7,8 @@ import { z } from 'zod';
 import { CLIENT_SCOPES } from '../../domain/client-tokens/scopes.js';
 import { IMAGE_STATUSES, JOB_STATUSES } from '../../domain/jobs/types.js';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/types.js';
+import { withSerializer } from '../openapi/compilers.js';
+import { serializeDefinitionResult } from './definition-json.js';
 
 const count = z.int().min(0);
 const credits = z.int().meta({ description: 'The account balance after this request.' });
@@ -14,11 +16,14 @@ const jobId = z.uuid().meta({ description: 'The job id (UUID v4).' });
 // Dates go out as ISO 8601 strings (JSON.stringify); the document says `string`, `date-time`.
 const time = z.date();
 
-export const definitionResult = z.object({
-  keyword: z.string().meta({ description: 'The keyword as sent, trimmed.' }),
-  definition: z.string().meta({ description: "The definition; a word the provider does not know gets a text saying so (and is charged)." }),
-  credits,
-});
+export const definitionResult = withSerializer(
+  z.object({
+    keyword: z.string().meta({ description: 'The keyword as sent, trimmed.' }),
+    definition: z.string().meta({ description: "The definition; a word the provider does not know gets a text saying so (and is charged)." }),
+    credits,
+  }),
+  serializeDefinitionResult,
+);
 
 export const jobCreated = z.object({ jobId, totalImages: count, creditsUsed: count.meta({ description: 'One per prompt.' }), credits });
 
