@@ -17,6 +17,7 @@
 // rounds, so drift hits all alike. BENCH_BUILD (bench/build.ts): dist, the compiled build (default;
 // built first if missing or stale), tsx, the sources through tsx, or compare: both, scenarios 1-3 on a
 // gateway of each kind, interleaved.
+// BENCH_PER_ROUND=1 prints every round's figures as well as the medians.
 // BENCH_TRACING=1 adds one more: the lookup of 1 on a gateway with tracing on (spans sent to a sink).
 // Figures are medians over the rounds. Parameters: BENCH_SECONDS (per round, 4), BENCH_ROUNDS (5),
 // BENCH_CONCURRENCY (32 connections), MONGODB_URI (a real database instead of the embedded one).
@@ -236,6 +237,16 @@ async function client(): Promise<void> {
     console.log(
       r.name.padEnd(44) + r.rps.toFixed(0).padStart(8) + r.p50.toFixed(2).padStart(9) + r.p99.toFixed(2).padStart(9) + r.gwUs.toFixed(0).padStart(11) + r.dbUs.toFixed(0).padStart(11) + String(r.errors).padStart(8),
     );
+  }
+  // BENCH_PER_ROUND=1: each round's figures too (req/s / gateway µs / database µs per scenario), to see
+  // how much other load on the machine moved single rounds.
+  if (process.env.BENCH_PER_ROUND) {
+    const rps = (r: Result) => r.requests / r.seconds;
+    for (let r = 0; r < rounds; r++) {
+      const cells = perRound.map((rs) => `${rps(rs[r]!).toFixed(0)}/${(rs[r]!.gatewayCpuUs / rs[r]!.requests).toFixed(0)}/${(rs[r]!.dbCpuUs / rs[r]!.requests).toFixed(0)}`);
+      const ratio = perRound.length >= 3 ? `  ratio ${((rps(perRound[0]![r]!) / rps(perRound[2]![r]!)) * 100).toFixed(1)}%` : '';
+      console.log(`round ${r}: ${cells.join('  ')}${ratio}`);
+    }
   }
   if (rows.length < 3) return finish(rows.some((r) => r.errors > 0));
   const ratio = rows[0]!.rps / rows[2]!.rps;

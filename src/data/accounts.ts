@@ -7,6 +7,11 @@ import { usageCounterPaths } from './models/usage.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
 
 const DUPLICATE_KEY = 11000;
+/** What a balance change reads back: the balance and what decides the alerts and recharge it may start (the driver copies options). */
+const APPLIED_STATE = Object.freeze({
+  returnDocument: 'after',
+  projection: Object.freeze({ credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1, autoRecharge: 1, rechargeInFlight: 1 }),
+} as const);
 
 /**
  * Accounts and balances on MongoDB. Balance changes go straight to the driver (no mongoose document
@@ -81,10 +86,7 @@ export class MongoAccountStore implements AccountStore {
       }
       update.$min = { usageOldestDay: day };
     }
-    const after = await this.collection.findOneAndUpdate(filter, update, {
-      returnDocument: 'after',
-      projection: { credits: 1, lowCreditsThreshold: 1, lowCreditsDisarmed: 1, autoRecharge: 1, rechargeInFlight: 1 },
-    });
+    const after = await this.collection.findOneAndUpdate(filter, update, APPLIED_STATE);
     if (after) return { kind: 'applied', balance: after.credits, lowCredits: lowCreditsStateOf(after), recharge: rechargeStateOf(after) };
     // No match: tell apart an operation already applied or voided, a balance too low and an unknown
     // account. One read: `ops` holds only operations in flight, so it is short.

@@ -63,14 +63,16 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
   app.decorateRequest('consoleCaller', null);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
-    const auth = request.routeOptions.config.auth;
+    // Read once: each read of routeOptions builds a new object.
+    const config = request.routeOptions.config;
+    const auth = config.auth;
     if (auth === 'apiKey' || auth === 'apiKeyOrToken') {
       const admission =
         auth === 'apiKey' ? await deps.credentials.apiKey(request.headers.authorization) : await deps.credentials.graphql(request.headers.authorization, request.headers.origin);
       // One unit per request, counted across every instance; the headers go on the answer, 429 or not.
       applyRateLimit(reply, admission.rateLimit);
       // The key's permissions, before the body is read: 401 → 429 → 403 → 400 → 402 (docs/keys.md).
-      const operation = request.routeOptions.config.operation;
+      const operation = config.operation;
       if (operation && !keyMayRun(admission.principal, operation)) throw new AppError('key_permission');
       request.principal = admission.principal;
     } else if (auth === 'session' || auth === 'optional-session') {
@@ -79,7 +81,7 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
       request.consoleCaller = await resumeSession(request, deps.sessions, (header) => app.parseCookie(header));
       if (!request.consoleCaller && auth === 'session') throw new AppError('not_signed_in');
       // Refused before the body is read: a role that may not do it changes nothing.
-      const permission = request.routeOptions.config.permission;
+      const permission = config.permission;
       if (request.consoleCaller && permission && !can(request.consoleCaller.role, permission)) throw new AppError('role_forbidden');
     }
   });

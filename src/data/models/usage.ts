@@ -65,24 +65,25 @@ export interface UsageCounterPaths {
  * per day, service and source, not per charge (it is on the lookup's path).
  */
 export function usageCounterPaths(day: Date, service: MeteredService, source: string): UsageCounterPaths {
-  const byBucket = today(day).paths;
-  const id = `${service}:${source}`;
-  let paths = byBucket.get(id);
+  // Per service, by source (the key id the principal carries): no key string is built per charge.
+  const bySource = service === 'images' ? today(day).images : service === 'definitions' ? today(day).definitions : undefined;
+  let paths = bySource?.get(source);
   if (!paths) {
     const field = `usage.${usageBucket(day, service, source)}`;
     paths = { calls: `${field}.calls`, credits: `${field}.credits`, refunded: `${field}.refunded` };
-    if (byBucket.size >= PATHS_KEPT) byBucket.clear();
-    byBucket.set(id, paths);
+    // usageBucket has refused anything but a metered service and a well-formed source by now.
+    if (bySource!.size >= PATHS_KEPT) bySource!.clear();
+    bySource!.set(source, paths);
   }
   return paths;
 }
 const PATHS_KEPT = 4096;
 
 // Every charge names its day: its text and its buckets' paths are made once per day, not per charge.
-let lastDay = { ms: Number.NaN, text: '', paths: new Map<string, UsageCounterPaths>() };
+let lastDay = { ms: Number.NaN, text: '', images: new Map<string, UsageCounterPaths>(), definitions: new Map<string, UsageCounterPaths>() };
 function today(day: Date): typeof lastDay {
   const ms = day.getTime();
-  if (ms !== lastDay.ms) lastDay = { ms, text: day.toISOString().slice(0, 10).replace(/-/g, ''), paths: new Map() };
+  if (ms !== lastDay.ms) lastDay = { ms, text: day.toISOString().slice(0, 10).replace(/-/g, ''), images: new Map(), definitions: new Map() };
   return lastDay;
 }
 function yyyymmdd(day: Date): string {

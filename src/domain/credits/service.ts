@@ -101,11 +101,16 @@ export class CreditService implements CreditBalances {
    * 402 when the balance is too low (nothing charged, nothing counted). The domain's ports (LookupCredits,
    * JobCredits) require `usage`; it is optional here only for tests of the balance rules alone.
    */
-  async charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag, holder?: ChargeHolder): Promise<number> {
-    assertPositive(amount);
+  charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag, holder?: ChargeHolder): Promise<number> {
+    if (!isPositive(amount)) return Promise.reject(notPositive(amount));
     const keys = this.deps.keyCredits;
+    // A key without a credit limit (almost every charge): the account's guarded update alone, no frame around it.
     if (!keys || !holder?.keyId || holder.creditLimit == null) return this.chargeAccount(accountId, amount, opId, usage);
-    const keyId = holder.keyId;
+    return this.chargeHeld(keys, holder.keyId, accountId, amount, opId, usage);
+  }
+
+  /** A charge held by its key's credit limit: reserved on the key, then charged to the account. */
+  private async chargeHeld(keys: KeyCreditStore, keyId: string, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     // A one-shot charge gets an op id too: the account must remember it until the key's reservation
     // is confirmed, so that a sweep can tell whether it applied.
     const op = opId ?? `${keyChargeOpPrefix}${randomUUID()}`;
@@ -292,5 +297,13 @@ function isCount(v: unknown): v is number {
 }
 
 function assertPositive(amount: number): void {
-  if (!Number.isSafeInteger(amount) || amount <= 0) throw new Error(`credit amount must be a positive integer, got ${amount}`);
+  if (!isPositive(amount)) throw notPositive(amount);
+}
+
+function isPositive(amount: number): boolean {
+  return Number.isSafeInteger(amount) && amount > 0;
+}
+
+function notPositive(amount: number): Error {
+  return new Error(`credit amount must be a positive integer, got ${amount}`);
 }

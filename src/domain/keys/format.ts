@@ -31,6 +31,9 @@ export function displayPrefix(key: string): string {
   return key.slice(0, DISPLAY_PREFIX_LENGTH);
 }
 
+const BEARER_KEY = /^Bearer wi_live_[0-9a-f]{64}$/;
+const BEARER_KEY_LENGTH = 'Bearer '.length + KEY_PREFIX.length + 64;
+
 export type BearerParse = { ok: true; key: string } | { ok: false; reason: 'missing_authorization' | 'invalid_api_key_format' };
 
 /**
@@ -39,6 +42,8 @@ export type BearerParse = { ok: true; key: string } | { ok: false; reason: 'miss
  */
 export function parseBearer(header: string | undefined): BearerParse {
   if (typeof header !== 'string') return { ok: false, reason: 'missing_authorization' };
+  // The usual header, exactly `Bearer <key>`: one test, no capture (every API request reads it).
+  if (header.length === BEARER_KEY_LENGTH && BEARER_KEY.test(header)) return { ok: true, key: header.slice(7) };
   const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header);
   if (!match) return { ok: false, reason: 'missing_authorization' };
   const token = match[1]!;

@@ -25,7 +25,7 @@ export class LastUsedRecorder {
   ) {}
 
   note(keyId: string): void {
-    this.pending.set(keyId, (this.deps.now ?? (() => new Date()))());
+    this.pending.set(keyId, this.deps.now ? this.deps.now() : new Date());
     this.schedule();
   }
 
