@@ -29,7 +29,10 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   private admitted(result: VerifyResult, cost: number): Promise<KeyAdmission> {
     if (!result.ok) return Promise.reject(new AppError(result.reason));
     const { principal } = result;
-    return this.count(principal.keyId, cost, principal).then((rateLimit) => ({ principal, rateLimit }));
+    const counted = this.count(principal.keyId, cost, principal);
+    // No rate limit (the usual case): an admission already settled, with no step in between.
+    if (counted === null) return Promise.resolve({ principal, rateLimit: null });
+    return counted.then((rateLimit) => ({ principal, rateLimit }));
   }
 
   async authenticate(authorization: string | undefined): Promise<KeyPrincipal> {
@@ -39,7 +42,7 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   }
 
   admit(keyId: string, cost = 1, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null> {
-    return this.count(keyId, cost, key);
+    return this.count(keyId, cost, key) ?? Promise.resolve(null);
   }
 
   isActive(keyId: string): Promise<boolean> {
@@ -55,14 +58,14 @@ export class ApiKeyAuthenticator implements KeyAuthenticator {
   }
 
   /**
-   * The rate limit's verdict under the key's own limit or the server's (null: none applies, and no
-   * database work); notes an admitted use.
+   * The rate limit's verdict under the key's own limit or the server's, or null at once when none
+   * applies (no database work); notes an admitted use.
    */
-  private count(keyId: string, cost: number, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome | null> {
+  private count(keyId: string, cost: number, key?: Pick<Principal, 'rateLimitPerMinute'>): Promise<RateLimitOutcome> | null {
     const limit = this.deps.limiter.limitFor(key?.rateLimitPerMinute);
     if (limit <= 0) {
       this.deps.lastUsed.note(keyId);
-      return Promise.resolve(null);
+      return null;
     }
     return this.deps.limiter.take(keyId, cost, limit).then((rateLimit) => {
       if (rateLimit.ok) this.deps.lastUsed.note(keyId);

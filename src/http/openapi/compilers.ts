@@ -21,8 +21,8 @@ const json = (data: unknown): string => JSON.stringify(data);
 const serializers = new WeakMap<z.ZodType, (data: unknown) => string>();
 
 /**
- * Gives a response schema its own serializer, for a body on the hot path whose JSON costs more than it
- * need. `serialize` must answer exactly what JSON.stringify would, for any value it is given (what is
+ * Gives a response schema its own serializer, for a body on the hot path that JSON.stringify writes more
+ * slowly than it needs to. `serialize` must answer exactly what JSON.stringify would, for any value it is given (what is
  * not of the shape it knows goes to JSON.stringify).
  */
 export function withSerializer<S extends z.ZodType>(schema: S, serialize: (data: unknown) => string): S {
