@@ -9,6 +9,7 @@ import { quickAcceptOf } from '../../domain/validation.js';
  * describe: bodies go out as JSON.stringify makes them, because a serializer that refused a body would
  * turn an answer (any catalog error the error handler sends) into a 500, and checking every response
  * would cost the hot path; test/http/openapi.test.ts checks real answers against the document instead.
+ * A schema may carry a faster serializer of its own (withSerializer), held to JSON.stringify's bytes.
  */
 export function useZodSchemas(app: FastifyInstance): void {
   app.setValidatorCompiler(compileValidator);
