@@ -4,6 +4,7 @@ import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult, RechargeSt
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageCounterPaths } from './models/usage.js';
+import { Kept } from '../domain/kept.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
 
 const DUPLICATE_KEY = 11000;
@@ -164,13 +165,9 @@ export function toObjectId(id: string): Types.ObjectId | null {
   const known = recentIds.get(id);
   if (known) return known;
   if (typeof id !== 'string' || !/^[0-9a-fA-F]{24}$/.test(id)) return null;
-  const made = new Types.ObjectId(id);
-  if (recentIds.size >= RECENT_IDS_KEPT) recentIds.clear();
-  recentIds.set(id, made);
-  return made;
+  return recentIds.add(id, new Types.ObjectId(id));
 }
-const RECENT_IDS_KEPT = 4096;
-const recentIds = new Map<string, Types.ObjectId>();
+const recentIds = new Kept<string, Types.ObjectId>(4096);
 
 export function ignoreExists(err: unknown): void {
   if ((err as { codeName?: string; code?: number }).codeName === 'NamespaceExists' || (err as { code?: number }).code === 48) return;

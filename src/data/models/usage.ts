@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { MeteredService } from '../../domain/usage/types.js';
+import { Kept } from '../../domain/kept.js';
 
 /** Counters of one bucket, on the account (`usage.<bucket>`); a field is absent until first counted. */
 export interface UsageCounters {
@@ -66,25 +67,25 @@ export interface UsageCounterPaths {
  */
 export function usageCounterPaths(day: Date, service: MeteredService, source: string): UsageCounterPaths {
   // Per service, by source (the key id the principal carries): no key string is built per charge.
-  const bySource = service === 'images' ? today(day).images : service === 'definitions' ? today(day).definitions : undefined;
-  let paths = bySource?.get(source);
-  if (!paths) {
-    const field = `usage.${usageBucket(day, service, source)}`;
-    paths = { calls: `${field}.calls`, credits: `${field}.credits`, refunded: `${field}.refunded` };
-    // usageBucket has refused anything but a metered service and a well-formed source by now.
-    if (bySource!.size >= PATHS_KEPT) bySource!.clear();
-    bySource!.set(source, paths);
-  }
-  return paths;
+  const { paths } = today(day);
+  const bySource = Object.hasOwn(paths, service) ? paths[service] : undefined;
+  const known = bySource?.get(source);
+  if (known) return known;
+  // usageBucket refuses anything but a metered service and a well-formed source.
+  const field = `usage.${usageBucket(day, service, source)}`;
+  return bySource!.add(source, { calls: `${field}.calls`, credits: `${field}.credits`, refunded: `${field}.refunded` });
 }
-const PATHS_KEPT = 4096;
 
 // Every charge names its day: its text and its buckets' paths are made once per day, not per charge.
-let lastDay = { ms: Number.NaN, text: '', images: new Map<string, UsageCounterPaths>(), definitions: new Map<string, UsageCounterPaths>() };
+let lastDay = dayOf(Number.NaN, '');
 function today(day: Date): typeof lastDay {
   const ms = day.getTime();
-  if (ms !== lastDay.ms) lastDay = { ms, text: day.toISOString().slice(0, 10).replace(/-/g, ''), images: new Map(), definitions: new Map() };
+  if (ms !== lastDay.ms) lastDay = dayOf(ms, day.toISOString().slice(0, 10).replace(/-/g, ''));
   return lastDay;
+}
+function dayOf(ms: number, text: string) {
+  const paths = Object.fromEntries(SERVICES.map((s) => [s, new Kept<string, UsageCounterPaths>(4096)])) as Record<MeteredService, Kept<string, UsageCounterPaths>>;
+  return { ms, text, paths };
 }
 function yyyymmdd(day: Date): string {
   return today(day).text;

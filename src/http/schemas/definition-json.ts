@@ -4,9 +4,10 @@
  * few definitions are answered over and over (the definition cache returns the same string each time).
  */
 
-/** Definitions whose JSON text is kept; all are forgotten at once when this many are held. */
-const KEPT = 1024;
-const jsonOfDefinition = new Map<string, string>();
+import { Kept } from '../../domain/kept.js';
+
+/** Definitions whose JSON text is kept (a tenth of the definition cache's memory). */
+const jsonOfDefinition = new Kept<string, string>(1024);
 
 const FIELDS = ['keyword', 'definition', 'credits'] as const;
 
@@ -28,11 +29,5 @@ function hasOnlyFields(data: object): boolean {
 }
 
 function definitionJson(definition: string): string {
-  let text = jsonOfDefinition.get(definition);
-  if (text === undefined) {
-    text = JSON.stringify(definition);
-    if (jsonOfDefinition.size >= KEPT) jsonOfDefinition.clear();
-    jsonOfDefinition.set(definition, text);
-  }
-  return text;
+  return jsonOfDefinition.get(definition) ?? jsonOfDefinition.add(definition, JSON.stringify(definition));
 }
