@@ -102,7 +102,11 @@ export class CreditService implements CreditBalances {
    * JobCredits) require `usage`; it is optional here only for tests of the balance rules alone.
    */
   charge(accountId: string, amount: number, opId: string | null, usage?: UsageTag, holder?: ChargeHolder): Promise<number> {
-    if (!isPositive(amount)) return Promise.reject(notPositive(amount));
+    try {
+      assertPositive(amount);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const keys = this.deps.keyCredits;
     // A key without a credit limit (almost every charge): the account's guarded update alone, no frame around it.
     if (!keys || !holder?.keyId || holder.creditLimit == null) return this.chargeAccount(accountId, amount, opId, usage);
@@ -297,13 +301,5 @@ function isCount(v: unknown): v is number {
 }
 
 function assertPositive(amount: number): void {
-  if (!isPositive(amount)) throw notPositive(amount);
-}
-
-function isPositive(amount: number): boolean {
-  return Number.isSafeInteger(amount) && amount > 0;
-}
-
-function notPositive(amount: number): Error {
-  return new Error(`credit amount must be a positive integer, got ${amount}`);
+  if (!Number.isSafeInteger(amount) || amount <= 0) throw new Error(`credit amount must be a positive integer, got ${amount}`);
 }
