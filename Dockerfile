@@ -9,7 +9,6 @@ FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/embedded-mongo/package.json packages/embedded-mongo/
-COPY patches patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts/build.mjs scripts/
@@ -21,7 +20,6 @@ FROM node:24-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY packages/embedded-mongo/package.json packages/embedded-mongo/
-COPY patches patches
 # --workspaces=false: the one workspace is the embedded database, a development dependency.
 RUN npm ci --omit=dev --workspaces=false --no-audit --no-fund && npm cache clean --force
 

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /** What the runtime stage copies (the Dockerfile's COPY lines say the same). */
-const RUNTIME_FILES = ['package.json', 'package-lock.json', 'patches', 'packages/embedded-mongo/package.json', 'bin', 'dist', 'deploy/entrypoint.sh'];
+const RUNTIME_FILES = ['package.json', 'package-lock.json', 'packages/embedded-mongo/package.json', 'bin', 'dist', 'deploy/entrypoint.sh'];
 /** Packages that must not be in a production install. */
 const DEV_ONLY = ['tsx', 'typescript', 'vitest', 'esbuild', '@credit-gateway/embedded-mongo'];
 const MINUTE = 60_000;
