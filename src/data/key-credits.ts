@@ -3,14 +3,16 @@ import type { Connection } from 'mongoose';
 import type { KeyCreditStore, PendingReservation, RefillPeriods, ReserveOutcome } from '../domain/keys/credit-limit.js';
 import { nativeCollection, toObjectId } from './accounts.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
+import type { KeyRefill } from '../domain/keys/records.js';
 import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
 
 /** Refund op ids a key remembers (retries of a refund come soon after it). */
 const REFUND_OPS_KEPT = 100;
 
 /**
- * Keys' credit limits on the `api_keys` documents: every change is one guarded update (update
- * pipelines, so a due refill and the reservation are one atomic step). None of them moves `updatedAt`:
+ * Keys' credit limits on the `api_keys` documents: every change is one guarded update (an operator
+ * update for the usual reservation; update pipelines where a due refill and the change must be one
+ * atomic step). None of them moves `updatedAt`:
  * a charge is not a change of settings, and key caches keep the key.
  */
 export class MongoKeyCreditStore implements KeyCreditStore {
@@ -23,9 +25,22 @@ export class MongoKeyCreditStore implements KeyCreditStore {
     this.confirmations = new CoalescedPulls(this.collection, (ops) => ({ pending: { op: { $in: ops } } }));
   }
 
-  async reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date): Promise<ReserveOutcome> {
+  async reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date, refill?: KeyRefill | null): Promise<ReserveOutcome> {
     const _id = toObjectId(keyId);
     if (!_id) return { kind: 'uncapped' };
+    // The usual charge, when the caller knows the key's refill (its cached key): credits left belong
+    // to the period that refill names now and cover the amount. Then the reservation is a plain
+    // operator update, as cheap as the account's charge (an update pipeline costs the embedded server
+    // several times as much). A stale refill setting, a due refill, a key stored before creditsLeft
+    // or too little left matches nothing and falls through to the pipeline, which decides them all.
+    if (refill !== undefined) {
+      const period = refill === 'daily' ? periods.daily : refill === 'monthly' ? periods.monthly : null;
+      const current = await this.collection.updateOne(
+        { _id, deletedAt: null, creditLimit: { $gt: 0 }, refill: refill ?? { $nin: ['daily', 'monthly'] }, refilledFor: period, creditsLeft: { $gte: amount }, 'pending.op': { $ne: op } },
+        { $inc: { creditsLeft: -amount }, $push: { pending: { op, amount, at, period } } },
+      );
+      if (current.modifiedCount === 1) return { kind: 'reserved', period };
+    }
     // The period the key's credits belong to now, and what it has left in it (all of its limit when
     // the stored figure is from an earlier period: the refill is this reset, computed at the charge).
     const period = { $switch: { branches: [{ case: { $eq: ['$refill', 'daily'] }, then: periods.daily }, { case: { $eq: ['$refill', 'monthly'] }, then: periods.monthly }], default: null } };
@@ -102,3 +117,4 @@ export class MongoKeyCreditStore implements KeyCreditStore {
       .sort((x, y) => x.at.getTime() - y.at.getTime());
   }
 }
+

@@ -1,5 +1,6 @@
 import type { ClientScope } from './client-tokens/scopes.js';
 import type { KeyPermission } from './keys/permissions.js';
+import type { KeyRefill } from './keys/records.js';
 
 /** Who is calling: the plain value every service receives instead of a request or a GraphQL context. */
 export interface Principal {
@@ -21,6 +22,8 @@ export interface Principal {
   readonly rateLimitPerMinute?: number | null;
   /** The key's credit limit: a charge reserves on the key too; absent or null: none (issue 24). */
   readonly creditLimit?: number | null;
+  /** The key's refill as last read (lets the reservation try its usual case first); absent: not known. */
+  readonly creditRefill?: KeyRefill | null;
 }
 
 /** A verified key's own rules, as a principal carries them (for a client token: its minting key's). */
@@ -31,6 +34,7 @@ export interface KeyGrant {
   readonly rateLimitPerMinute: number | null;
   /** Null: no credit limit (charges reserve nothing on the key). */
   readonly creditLimit: number | null;
+  readonly creditRefill?: KeyRefill | null;
 }
 
 /** What a client token allows: it acts for its key's account, within these bounds. */
@@ -55,4 +59,4 @@ export function sourceOf(principal: Principal): CallSource {
 }
 
 /** Whose key a charge is held by: the key's credit limit, when it has one (a principal is one). */
-export type ChargeHolder = Pick<Principal, 'keyId' | 'creditLimit'>;
+export type ChargeHolder = Pick<Principal, 'keyId' | 'creditLimit' | 'creditRefill'>;

@@ -7,6 +7,7 @@ import type { AccountRecord, AccountStore, ApplyResult, RechargeState } from './
 import { randomUUID } from 'node:crypto';
 import { keyChargeOpPrefix, refillPeriodsAt, type KeyCreditStore, type PendingReservation } from '../keys/credit-limit.js';
 import type { ChargeHolder } from '../principal.js';
+import type { KeyRefill } from '../keys/records.js';
 
 export interface CreditServiceDeps {
   accounts: AccountStore;
@@ -110,16 +111,16 @@ export class CreditService implements CreditBalances {
     const keys = this.deps.keyCredits;
     // A key without a credit limit (almost every charge): the account's guarded update alone, no frame around it.
     if (!keys || !holder?.keyId || holder.creditLimit == null) return this.chargeAccount(accountId, amount, opId, usage);
-    return this.chargeHeld(keys, holder.keyId, accountId, amount, opId, usage);
+    return this.chargeHeld(keys, holder.keyId, holder.creditRefill, accountId, amount, opId, usage);
   }
 
   /** A charge held by its key's credit limit: reserved on the key, then charged to the account. */
-  private async chargeHeld(keys: KeyCreditStore, keyId: string, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
+  private async chargeHeld(keys: KeyCreditStore, keyId: string, refill: KeyRefill | null | undefined, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     // A one-shot charge gets an op id too: the account must remember it until the key's reservation
     // is confirmed, so that a sweep can tell whether it applied.
     const op = opId ?? `${keyChargeOpPrefix}${randomUUID()}`;
     const now = this.now();
-    const reserved = await keys.reserve(keyId, op, amount, refillPeriodsAt(now), now);
+    const reserved = await keys.reserve(keyId, op, amount, refillPeriodsAt(now), now, refill);
     if (reserved.kind === 'uncapped') return this.chargeAccount(accountId, amount, opId, usage);
     if (reserved.kind === 'limit') throw new AppError('key_credit_limit');
     const reservation = { op, amount, period: reserved.period };

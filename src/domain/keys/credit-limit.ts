@@ -1,3 +1,5 @@
+import type { KeyRefill } from './records.js';
+
 /**
  * A key's credit limit (issue 24): a charge needs both the account's balance and the key's credits
  * left. Without transactions, the two are two guarded single-document updates with a durable record
@@ -38,9 +40,11 @@ export interface KeyCreditStore {
   /**
    * One guarded update: when the key has a credit limit and, after a refill that is due (a new UTC day
    * or month: credits left reset to the limit), at least `amount` left, takes it and records `op` as
-   * pending. The same op reserved again is answered as reserved (nothing taken twice).
+   * pending. The same op reserved again is answered as reserved (nothing taken twice). `refill`: the
+   * key's refill as the caller last saw it (undefined: not known), which lets the store try the usual
+   * case first; a stale one changes nothing but the cost.
    */
-  reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date): Promise<ReserveOutcome>;
+  reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date, refill?: KeyRefill | null): Promise<ReserveOutcome>;
   /** The account's charge applied: the pending entry goes, the credits stay spent. */
   confirm(keyId: string, op: string): Promise<void>;
   /**

@@ -241,6 +241,7 @@ export function grantOf(record: KeyRecord): KeyGrant {
     permissions: effectiveKeyPermissions(record.permissions),
     rateLimitPerMinute: record.rateLimitPerMinute ?? null,
     creditLimit: record.creditLimit ?? null,
+    creditRefill: record.refill ?? null,
   };
 }
 
