@@ -6,8 +6,16 @@ import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './mo
 import { usageCounterPaths } from './models/usage.js';
 import { Kept } from '../domain/kept.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
+import { GroupCommit, type Settled } from './group-commit.js';
 
 const DUPLICATE_KEY = 11000;
+/** A charge waiting for the account's write in flight (apply). */
+interface Charge {
+  accountId: string;
+  delta: number;
+  opId: string | null;
+  usage?: UsageCount;
+}
 /** What a balance change reads back: the balance and what decides the alerts and recharge it may start (the driver copies options). */
 const APPLIED_STATE = Object.freeze({
   returnDocument: 'after',
@@ -23,11 +31,17 @@ export class MongoAccountStore implements AccountStore {
   private readonly collection: Collection<AccountDoc>;
   /** One-shot op ids forgotten a window's worth at a time (settleSoon). */
   private readonly settlements: CoalescedPulls<AccountDoc>;
+  /** Concurrent charges of one account, written together (apply). */
+  private readonly charges: GroupCommit<Charge, ApplyResult>;
 
   constructor(connection: Connection) {
     this.model = accountModel(connection);
     this.collection = nativeCollection<AccountDoc>(connection, this.model.collection.collectionName);
     this.settlements = new CoalescedPulls(this.collection, (ops) => ({ ops: { $in: ops } }));
+    this.charges = new GroupCommit(
+      (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage),
+      (cs) => this.chargeTogether(cs),
+    );
   }
 
   async init(): Promise<void> {
@@ -66,7 +80,81 @@ export class MongoAccountStore implements AccountStore {
     return (await this.collection.findOne({}, { projection: { _id: 1 } })) === null;
   }
 
-  async apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts: ApplyOptions = {}): Promise<ApplyResult> {
+  apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts: ApplyOptions = {}): Promise<ApplyResult> {
+    // A charge of an account that has one in flight waits for it and goes with the others that came
+    // meanwhile, as one write (group commit): one round trip per turn, not per charge, on a hot account.
+    if (delta < 0 && !opts.mayGoNegative) return this.charges.submit(accountId, { accountId, delta, opId, usage });
+    return this.applyNow(accountId, delta, opId, usage, opts);
+  }
+
+  /**
+   * Charges of one account that waited for the write before them, as one guarded update that applies
+   * all of them or none: the balance covers their sum and none of their op ids is recorded. Each then
+   * answers with its own balance after it, as if applied one at a time in the order they came. When the
+   * update matches nothing (the balance does not cover them all, an op id was seen, the account is
+   * gone), they are applied one at a time in that order, each as a charge alone: exactly the ones a
+   * one-at-a-time order refuses are refused. After a failed write the rest are not tried: each gets the
+   * failure, and none is charged that was not written.
+   */
+  private async chargeTogether(charges: Charge[]): Promise<Settled<ApplyResult>[]> {
+    const ops = charges.flatMap((c) => (c.opId === null ? [] : [c.opId]));
+    const _id = toObjectId(charges[0]!.accountId);
+    // The same op twice (a retry racing itself) must apply once: one at a time tells which.
+    if (!_id || new Set(ops).size !== ops.length) return this.oneAtATime(charges);
+    let total = 0;
+    const inc: Record<string, number> = {};
+    let oldest: Date | undefined;
+    for (const c of charges) {
+      total -= c.delta;
+      if (!c.usage) continue;
+      const day = utcDay(c.usage.at);
+      const fields = usageCounterPaths(day, c.usage.service, c.usage.source);
+      inc[fields.calls] = (inc[fields.calls] ?? 0) + 1;
+      inc[fields.credits] = (inc[fields.credits] ?? 0) - c.delta;
+      if (!oldest || day < oldest) oldest = day;
+    }
+    inc.credits = -total;
+    const filter: Record<string, unknown> = { _id, credits: { $gte: total } };
+    const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
+    if (ops.length > 0) {
+      filter.ops = { $nin: ops.flatMap((op) => [op, voidMarker(op)]) };
+      update.$push = { ops: { $each: ops, $slice: -OPS_KEPT } };
+    }
+    if (oldest) update.$min = { usageOldestDay: oldest };
+    let after: AccountDoc | null;
+    try {
+      after = await this.collection.findOneAndUpdate(filter, update, APPLIED_STATE);
+    } catch (err) {
+      return charges.map(() => ({ ok: false, error: err }));
+    }
+    if (!after) return this.oneAtATime(charges);
+    const lowCredits = lowCreditsStateOf(after);
+    const recharge = rechargeStateOf(after);
+    let balance = after.credits + total;
+    return charges.map((c) => {
+      balance += c.delta;
+      return { ok: true, value: { kind: 'applied', balance, lowCredits, recharge } };
+    });
+  }
+
+  private async oneAtATime(charges: Charge[]): Promise<Settled<ApplyResult>[]> {
+    const results: Settled<ApplyResult>[] = [];
+    for (const c of charges) {
+      const failed = results.find((r) => !r.ok);
+      if (failed) {
+        results.push(failed);
+        continue;
+      }
+      try {
+        results.push({ ok: true, value: await this.applyNow(c.accountId, c.delta, c.opId, c.usage) });
+      } catch (err) {
+        results.push({ ok: false, error: err });
+      }
+    }
+    return results;
+  }
+
+  private async applyNow(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts: ApplyOptions = {}): Promise<ApplyResult> {
     const _id = toObjectId(accountId);
     if (!_id) return { kind: 'unknown_account' };
     const filter: Record<string, unknown> = opId === null ? { _id } : { _id, ...unseen(opId) };

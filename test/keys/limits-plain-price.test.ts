@@ -1,6 +1,7 @@
 import { Collection } from 'mongodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MongoAccountStore } from '../../src/data/accounts.js';
+import { GroupCommit } from '../../src/data/group-commit.js';
 import { MongoAuditStore } from '../../src/data/audit.js';
 import { MongoKeyCreditStore } from '../../src/data/key-credits.js';
 import { CreditService } from '../../src/domain/credits/service.js';
@@ -35,10 +36,10 @@ async function cappedKey(credits: number, settings: Parameters<TestApp['services
   return { accountId: acct.accountId, keyId: created.id, key: created.key };
 }
 
-async function lookup(app: TestApp, key: string, keyword = 'cat') {
+async function lookup(app: TestApp, key: string, keyword = 'cat', headers: Record<string, string> = {}) {
   const res = await fetch(`${app.baseUrl}/api/playground/query`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ keyword }),
   });
   return { status: res.status, body: (await res.json()) as any };
@@ -143,5 +144,111 @@ describe('the refill the gateway knows', () => {
     await credits.refund(acct.accountId, 1, null, { reason: 'test', keyId: acct.keyId });
     expect(await left(acct.keyId)).toBe(2);
     expect(await balance(acct.accountId)).toBe(9);
+  });
+});
+
+/** Counts the writes to `accounts` while `run` runs; `hold` may hold one back or fail it. */
+async function accountWrites<T>(run: () => Promise<T>, hold?: (call: number) => Promise<void>): Promise<{ result: T; writes: number }> {
+  let writes = 0;
+  const original = Collection.prototype.findOneAndUpdate as (...args: unknown[]) => Promise<unknown>;
+  vi.spyOn(Collection.prototype, 'findOneAndUpdate').mockImplementation(async function (this: Collection, ...args: unknown[]) {
+    if (this.collectionName === 'accounts') {
+      const call = ++writes;
+      await hold?.(call);
+    }
+    return original.apply(this, args) as never;
+  });
+  try {
+    return { result: await run(), writes };
+  } finally {
+    vi.restoreAllMocks();
+  }
+}
+
+/** Resolves once `n` charges have reached the accounts' group commit (one in flight, the rest waiting). */
+function chargesSubmitted(n: number): Promise<void> {
+  const original = GroupCommit.prototype.submit as (...args: unknown[]) => Promise<unknown>;
+  let seen = 0;
+  return new Promise((resolve) => {
+    vi.spyOn(GroupCommit.prototype, 'submit').mockImplementation(function (this: GroupCommit<unknown, unknown>, ...args: unknown[]) {
+      const answer = original.apply(this, args);
+      if (++seen === n) resolve();
+      return answer as never;
+    });
+  });
+}
+
+describe('group commit: concurrent charges of one account in fewer writes', () => {
+  it('40 concurrent lookups on one instance: fewer writes than lookups, each answered with its own balance after it', async () => {
+    const acct = await a.createAccountWithKey({ credits: 1000 });
+    const { result, writes } = await accountWrites(() => Promise.all(Array.from({ length: 40 }, (_, i) => lookup(a, acct.key, `g${i}`))));
+    expect(result.every((r) => r.status === 200)).toBe(true);
+    expect(writes).toBeLessThan(40);
+    // One at a time, the 40 charges would have left 999, 998, … 960: each answer has one of them, once.
+    expect(result.map((r) => r.body.credits).sort((x, y) => x - y)).toEqual(Array.from({ length: 40 }, (_, i) => 960 + i));
+    expect(await balance(acct.accountId)).toBe(960);
+  });
+
+  it('a batch that crosses zero over two instances: exactly the balance is charged, the rest are 402 insufficient_credits', async () => {
+    const acct = await a.createAccountWithKey({ credits: 25 });
+    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => lookup(i % 2 ? a : b, acct.key, `z${i}`)));
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(25);
+    for (const r of results.filter((r) => r.status !== 200)) expect(r).toMatchObject({ status: 402, body: { code: 'insufficient_credits', error: 'Insufficient credits' } });
+    expect(ok.map((r) => r.body.credits).sort((x, y) => x - y)).toEqual(Array.from({ length: 25 }, (_, i) => i));
+    expect(await balance(acct.accountId)).toBe(0);
+  });
+
+  it("a batch that crosses a key's limit and zero together, over two instances and two keys of one account", async () => {
+    const acct = await a.createAccountWithKey({ credits: 15 });
+    const capped = await a.services.keys.create(acct.accountId, 'capped', actor, { creditLimit: 10 });
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => lookup(i % 2 ? a : b, i % 4 < 2 ? capped.key : acct.key, `k${i}`)));
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(15);
+    const cappedOk = results.filter((r, i) => r.status === 200 && i % 4 < 2).length;
+    expect(cappedOk).toBeLessThanOrEqual(10);
+    for (const [i, r] of results.entries()) {
+      if (r.status === 200) continue;
+      expect(r.status).toBe(402);
+      expect(i % 4 < 2 ? ['key_credit_limit', 'insufficient_credits'] : ['insufficient_credits']).toContain(r.body.code);
+    }
+    expect(ok.map((r) => r.body.credits).sort((x, y) => x - y)).toEqual(Array.from({ length: 15 }, (_, i) => i));
+    expect(await balance(acct.accountId)).toBe(0);
+    await Promise.all([a.services.credits.confirmed(), b.services.credits.confirmed()]);
+    expect((await a.services.keys.get(capped.id)).creditsLeft).toBe(10 - cappedOk);
+  });
+
+  it('Idempotency-Key: the same key sent twice at once is charged once and both get the same answer, in a batch with others', async () => {
+    const acct = await a.createAccountWithKey({ credits: 100 });
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i < 10 ? lookup(a, acct.key, `i${i % 5}`, { 'idempotency-key': `idem-${acct.keyId}-${i % 5}` }) : lookup(a, acct.key, `j${i}`))),
+    );
+    expect(results.slice(10).every((r) => r.status === 200)).toBe(true);
+    // A second copy is a replay of the first's answer, or a 409 while the first is still running.
+    for (const r of results.slice(0, 10)) expect([200, 409]).toContain(r.status);
+    const kept = results.slice(0, 10).filter((r) => r.status === 200);
+    for (const r of kept) expect(kept.filter((o) => o.body.keyword === r.body.keyword).every((o) => o.body.credits === r.body.credits)).toBe(true);
+    // Five keys, each charged once, and ten lookups without one.
+    expect(await balance(acct.accountId)).toBe(100 - 5 - 10);
+    // A retry now replays each answer and charges nothing.
+    for (let i = 0; i < 5; i++) expect((await lookup(b, acct.key, `i${i}`, { 'idempotency-key': `idem-${acct.keyId}-${i}` })).status).toBe(200);
+    expect(await balance(acct.accountId)).toBe(85);
+  });
+
+  it('a database outage in the middle of a batch: the write in flight is answered, each waiting charge gets its 503 and none is charged', async () => {
+    const acct = await a.createAccountWithKey({ credits: 50 });
+    const queued = chargesSubmitted(10);
+    const down = Object.assign(new Error('connection reset by peer'), { name: 'MongoNetworkError' });
+    const { result } = await accountWrites(
+      () => Promise.all(Array.from({ length: 10 }, (_, i) => lookup(a, acct.key, `o${i}`))),
+      async (call) => {
+        // The first write waits until the other nine wait for it; the one after it finds the database gone.
+        if (call === 1) await queued;
+        else throw down;
+      },
+    );
+    expect(result.filter((r) => r.status === 200)).toHaveLength(1);
+    for (const r of result.filter((r) => r.status !== 200)) expect(r).toMatchObject({ status: 503, body: { code: 'database_unavailable' } });
+    expect(await balance(acct.accountId)).toBe(49);
   });
 });
