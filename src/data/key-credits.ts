@@ -1,10 +1,21 @@
-import type { Collection, Document } from 'mongodb';
+import type { Collection, Document, ObjectId } from 'mongodb';
 import type { Connection } from 'mongoose';
 import type { KeyCreditStore, PendingReservation, RefillPeriods, ReserveOutcome } from '../domain/keys/credit-limit.js';
 import { nativeCollection, toObjectId } from './accounts.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
+import { GroupCommit, type Settled } from './group-commit.js';
 import type { KeyRefill } from '../domain/keys/records.js';
 import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
+
+/** A charge's reservation in the usual case (see reserve). */
+interface UsualReservation {
+  _id: ObjectId;
+  op: string;
+  amount: number;
+  at: Date;
+  refill: KeyRefill | null;
+  period: string | null;
+}
 
 /** Refund op ids a key remembers (retries of a refund come soon after it). */
 const REFUND_OPS_KEPT = 100;
@@ -19,9 +30,15 @@ export class MongoKeyCreditStore implements KeyCreditStore {
   private readonly collection: Collection<ApiKeyDoc>;
   /** Confirmations are written a window's worth at a time: nobody waits on them in a request. */
   private readonly confirmations: CoalescedPulls<ApiKeyDoc>;
+  /** Usual reservations (see reserve) of one key, written together while one is in flight. */
+  private readonly usual: GroupCommit<UsualReservation, boolean>;
 
   constructor(connection: Connection) {
     this.collection = nativeCollection<ApiKeyDoc>(connection, apiKeyCollectionName);
+    this.usual = new GroupCommit(
+      (r) => this.reserveUsual([r]),
+      (rs) => this.reserveUsualTogether(rs),
+    );
     this.confirmations = new CoalescedPulls(this.collection, (ops) => ({ pending: { op: { $in: ops } } }));
   }
 
@@ -35,11 +52,8 @@ export class MongoKeyCreditStore implements KeyCreditStore {
     // or too little left matches nothing and falls through to the pipeline, which decides them all.
     if (refill !== undefined) {
       const period = refill === 'daily' ? periods.daily : refill === 'monthly' ? periods.monthly : null;
-      const current = await this.collection.updateOne(
-        { _id, deletedAt: null, creditLimit: { $gt: 0 }, refill: refill ?? { $nin: ['daily', 'monthly'] }, refilledFor: period, creditsLeft: { $gte: amount }, 'pending.op': { $ne: op } },
-        { $inc: { creditsLeft: -amount }, $push: { pending: { op, amount, at, period } } },
-      );
-      if (current.modifiedCount === 1) return { kind: 'reserved', period };
+      // Concurrent ones of one key go together, as the account's charges do (GroupCommit).
+      if (await this.usual.submit(`${keyId}|${period}`, { _id, op, amount, at, refill, period })) return { kind: 'reserved', period };
     }
     // The period the key's credits belong to now, and what it has left in it (all of its limit when
     // the stored figure is from an earlier period: the refill is this reset, computed at the charge).
@@ -66,6 +80,40 @@ export class MongoKeyCreditStore implements KeyCreditStore {
     if (!key || key.deletedAt || !(typeof key.creditLimit === 'number' && key.creditLimit > 0)) return { kind: 'uncapped' };
     const already = key.pending?.find((p) => p.op === op);
     return already ? { kind: 'reserved', period: already.period ?? null } : { kind: 'limit' };
+  }
+
+  /**
+   * The usual reservations of some charges of one key (credits left of the period `refill` names
+   * now): one operator update taking their sum, all or none. True when taken.
+   */
+  private async reserveUsual(rs: UsualReservation[]): Promise<boolean> {
+    const { _id, refill, period } = rs[0]!;
+    const total = rs.reduce((sum, r) => sum + r.amount, 0);
+    const res = await this.collection.updateOne(
+      { _id, deletedAt: null, creditLimit: { $gt: 0 }, refill: refill ?? { $nin: ['daily', 'monthly'] }, refilledFor: period, creditsLeft: { $gte: total }, 'pending.op': { $nin: rs.map((r) => r.op) } },
+      { $inc: { creditsLeft: -total }, $push: { pending: { $each: rs.map((r) => ({ op: r.op, amount: r.amount, at: r.at, period })) } } },
+    );
+    return res.modifiedCount === 1;
+  }
+
+  /** Together when all fit; else one at a time in the order they came (those left go to the pipeline). */
+  private async reserveUsualTogether(rs: UsualReservation[]): Promise<Settled<boolean>[]> {
+    const distinct = new Set(rs.map((r) => r.op)).size === rs.length;
+    try {
+      if (distinct && (await this.reserveUsual(rs))) return rs.map(() => ({ ok: true, value: true }));
+    } catch (error) {
+      return rs.map(() => ({ ok: false, error }));
+    }
+    const results: Settled<boolean>[] = [];
+    for (const r of rs) {
+      const failed = results.find((x) => !x.ok);
+      if (failed) {
+        results.push(failed);
+        continue;
+      }
+      results.push(await this.reserveUsual([r]).then((value) => ({ ok: true, value }) as const, (error: unknown) => ({ ok: false, error }) as const));
+    }
+    return results;
   }
 
   async confirm(keyId: string, op: string): Promise<void> {

@@ -75,6 +75,23 @@ describe('the usual reservation', () => {
     expect(await balance(acct.accountId)).toBe(89);
   });
 
+  it("concurrent reservations of one key on one instance go together: fewer writes to the key than lookups", async () => {
+    const acct = await cappedKey(1000, { creditLimit: 500 });
+    expect((await lookup(a, acct.key)).status).toBe(200);
+    let writes = 0;
+    const original = Collection.prototype.updateOne as (...args: unknown[]) => Promise<unknown>;
+    vi.spyOn(Collection.prototype, 'updateOne').mockImplementation(function (this: Collection, ...args: unknown[]) {
+      if (this.collectionName === 'api_keys') writes++;
+      return original.apply(this, args) as never;
+    });
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => lookup(a, acct.key, `r${i}`)));
+    vi.restoreAllMocks();
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(writes).toBeLessThan(30);
+    expect(await left(acct.keyId)).toBe(469);
+    expect(await balance(acct.accountId)).toBe(969);
+  });
+
   it('20 concurrent charges over both instances against 5 left: exactly 5 succeed, the rest are key_credit_limit', async () => {
     const acct = await cappedKey(100, { creditLimit: 6 });
     expect((await lookup(b, acct.key)).status).toBe(200);
