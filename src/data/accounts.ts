@@ -6,7 +6,7 @@ import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './mo
 import { usageCounterPaths } from './models/usage.js';
 import { Kept } from '../domain/kept.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
-import { GroupCommit, type Settled } from './group-commit.js';
+import { GroupCommit, togetherOrEach, type Settled } from './group-commit.js';
 
 const DUPLICATE_KEY = 11000;
 /** A charge waiting for the account's write in flight (apply). */
@@ -100,7 +100,7 @@ export class MongoAccountStore implements AccountStore {
     const ops = charges.flatMap((c) => (c.opId === null ? [] : [c.opId]));
     const _id = toObjectId(charges[0]!.accountId);
     // The same op twice (a retry racing itself) must apply once: one at a time tells which.
-    if (!_id || new Set(ops).size !== ops.length) return this.oneAtATime(charges);
+    if (!_id || new Set(ops).size !== ops.length) return togetherOrEach(charges, async () => null, (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage));
     let total = 0;
     const inc: Record<string, number> = {};
     let oldest: Date | undefined;
@@ -121,37 +121,21 @@ export class MongoAccountStore implements AccountStore {
       update.$push = { ops: { $each: ops, $slice: -OPS_KEPT } };
     }
     if (oldest) update.$min = { usageOldestDay: oldest };
-    let after: AccountDoc | null;
-    try {
-      after = await this.collection.findOneAndUpdate(filter, update, APPLIED_STATE);
-    } catch (err) {
-      return charges.map(() => ({ ok: false, error: err }));
-    }
-    if (!after) return this.oneAtATime(charges);
-    const lowCredits = lowCreditsStateOf(after);
-    const recharge = rechargeStateOf(after);
-    let balance = after.credits + total;
-    return charges.map((c) => {
-      balance += c.delta;
-      return { ok: true, value: { kind: 'applied', balance, lowCredits, recharge } };
-    });
-  }
-
-  private async oneAtATime(charges: Charge[]): Promise<Settled<ApplyResult>[]> {
-    const results: Settled<ApplyResult>[] = [];
-    for (const c of charges) {
-      const failed = results.find((r) => !r.ok);
-      if (failed) {
-        results.push(failed);
-        continue;
-      }
-      try {
-        results.push({ ok: true, value: await this.applyNow(c.accountId, c.delta, c.opId, c.usage) });
-      } catch (err) {
-        results.push({ ok: false, error: err });
-      }
-    }
-    return results;
+    return togetherOrEach(
+      charges,
+      async (all) => {
+        const after = await this.collection.findOneAndUpdate(filter, update, APPLIED_STATE);
+        if (!after) return null;
+        const lowCredits = lowCreditsStateOf(after);
+        const recharge = rechargeStateOf(after);
+        let balance = after.credits + total;
+        return all.map((c): ApplyResult => {
+          balance += c.delta;
+          return { kind: 'applied', balance, lowCredits, recharge };
+        });
+      },
+      (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage),
+    );
   }
 
   private async applyNow(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts: ApplyOptions = {}): Promise<ApplyResult> {

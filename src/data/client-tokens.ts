@@ -3,6 +3,14 @@ import type { Collection } from 'mongodb';
 import type { ClientTokenRecord, ClientTokenStore } from '../domain/client-tokens/records.js';
 import type { ClientScope } from '../domain/client-tokens/scopes.js';
 import { ignoreExists, nativeCollection, toObjectId } from './accounts.js';
+import { GroupCommit, togetherOrEach } from './group-commit.js';
+
+/** A charge's share of a client token's budget (reserve). */
+interface TokenReservation {
+  _id: Types.ObjectId;
+  credits: number;
+  maxCredits: number;
+}
 
 /** Stored shape (collection `client_tokens`); a TTL index removes a token a day after it expired. */
 interface ClientTokenDoc {
@@ -42,6 +50,12 @@ schema.index({ expiresAt: 1 }, { expireAfterSeconds: 24 * 3600 });
 export class MongoClientTokenStore implements ClientTokenStore {
   private readonly model: Model<ClientTokenDoc>;
   private readonly collection: Collection<ClientTokenDoc>;
+  /** Budget reservations of one token, written together while one is in flight. */
+  private readonly reservations = new GroupCommit<TokenReservation, boolean>(
+    (r) => this.reserveTogether([r]),
+    // All or none; else one at a time, in the order they came.
+    (rs) => togetherOrEach(rs, async (all) => ((await this.reserveTogether(all)) ? all.map(() => true) : null), (r) => this.reserveTogether([r])),
+  );
 
   constructor(connection: Connection) {
     this.model = (connection.models.ClientToken as Model<ClientTokenDoc> | undefined) ?? connection.model<ClientTokenDoc>('ClientToken', schema);
@@ -69,11 +83,17 @@ export class MongoClientTokenStore implements ClientTokenStore {
     return doc ? toRecord(doc) : null;
   }
 
-  async reserve(tokenId: string, credits: number, maxCredits: number): Promise<boolean> {
+  reserve(tokenId: string, credits: number, maxCredits: number): Promise<boolean> {
     const _id = toObjectId(tokenId);
-    if (!_id) return false;
-    // One guarded update: concurrent reservations cannot pass the budget together.
-    const result = await this.collection.updateOne({ _id, spent: { $lte: maxCredits - credits } }, { $inc: { spent: credits } });
+    if (!_id) return Promise.resolve(false);
+    // Concurrent ones of one token go together while one is in flight (GroupCommit), under one budget.
+    return this.reservations.submit(`${tokenId}|${maxCredits}`, { _id, credits, maxCredits });
+  }
+
+  /** One guarded update: reservations taken together cannot pass the budget, all or none. */
+  private async reserveTogether(rs: TokenReservation[]): Promise<boolean> {
+    const total = rs.reduce((sum, r) => sum + r.credits, 0);
+    const result = await this.collection.updateOne({ _id: rs[0]!._id, spent: { $lte: rs[0]!.maxCredits - total } }, { $inc: { spent: total } });
     return result.modifiedCount === 1;
   }
 

@@ -55,3 +55,23 @@ export class GroupCommit<C, R> {
       .finally(() => this.next(documentKey));
   }
 }
+
+/**
+ * The usual `writeMany`: `together` writes all the changes as one guarded update, all or none, and
+ * answers their results, or null when it matched nothing; then each is written alone (`one`), in the
+ * order they came. After a failed write the rest are not tried: each gets that failure.
+ */
+export async function togetherOrEach<C, R>(changes: C[], together: (cs: C[]) => Promise<R[] | null>, one: (c: C) => Promise<R>): Promise<Settled<R>[]> {
+  try {
+    const all = await together(changes);
+    if (all) return all.map((value) => ({ ok: true, value }));
+  } catch (error) {
+    return changes.map(() => ({ ok: false, error }));
+  }
+  const results: Settled<R>[] = [];
+  for (const c of changes) {
+    const failed = results.find((r) => !r.ok);
+    results.push(failed ?? (await one(c).then((value) => ({ ok: true, value }) as const, (error: unknown) => ({ ok: false, error }) as const)));
+  }
+  return results;
+}

@@ -3,7 +3,7 @@ import type { Connection } from 'mongoose';
 import type { KeyCreditStore, PendingReservation, RefillPeriods, ReserveOutcome } from '../domain/keys/credit-limit.js';
 import { nativeCollection, toObjectId } from './accounts.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
-import { GroupCommit, type Settled } from './group-commit.js';
+import { GroupCommit, togetherOrEach, type Settled } from './group-commit.js';
 import type { KeyRefill } from '../domain/keys/records.js';
 import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
 
@@ -97,23 +97,10 @@ export class MongoKeyCreditStore implements KeyCreditStore {
   }
 
   /** Together when all fit; else one at a time in the order they came (those left go to the pipeline). */
-  private async reserveUsualTogether(rs: UsualReservation[]): Promise<Settled<boolean>[]> {
+  private reserveUsualTogether(rs: UsualReservation[]): Promise<Settled<boolean>[]> {
+    // The same op twice must be reserved once: one at a time tells which.
     const distinct = new Set(rs.map((r) => r.op)).size === rs.length;
-    try {
-      if (distinct && (await this.reserveUsual(rs))) return rs.map(() => ({ ok: true, value: true }));
-    } catch (error) {
-      return rs.map(() => ({ ok: false, error }));
-    }
-    const results: Settled<boolean>[] = [];
-    for (const r of rs) {
-      const failed = results.find((x) => !x.ok);
-      if (failed) {
-        results.push(failed);
-        continue;
-      }
-      results.push(await this.reserveUsual([r]).then((value) => ({ ok: true, value }) as const, (error: unknown) => ({ ok: false, error }) as const));
-    }
-    return results;
+    return togetherOrEach(rs, async (all) => (distinct && (await this.reserveUsual(all)) ? all.map(() => true) : null), (r) => this.reserveUsual([r]));
   }
 
   async confirm(keyId: string, op: string): Promise<void> {

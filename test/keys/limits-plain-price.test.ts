@@ -1,4 +1,4 @@
-import { Collection } from 'mongodb';
+import { Collection, ObjectId } from 'mongodb';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { MongoAccountStore } from '../../src/data/accounts.js';
 import { GroupCommit } from '../../src/data/group-commit.js';
@@ -267,5 +267,47 @@ describe('group commit: concurrent charges of one account in fewer writes', () =
     expect(result.filter((r) => r.status === 200)).toHaveLength(1);
     for (const r of result.filter((r) => r.status !== 200)) expect(r).toMatchObject({ status: 503, body: { code: 'database_unavailable' } });
     expect(await balance(acct.accountId)).toBe(49);
+  });
+});
+
+describe('client token budget', () => {
+  const APP = 'http://127.0.0.1:5173';
+  const gql = (app: TestApp, token: string, i: number) =>
+    fetch(`${app.baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, origin: APP, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `mutation { lookup(keyword: "t${i}") { credits } }` }),
+    }).then((r) => r.json() as Promise<any>);
+  const mint = async (accountId: string, keyId: string, maxCredits: number) =>
+    (await a.services.clientTokens.mint({ accountId, keyId }, { origins: [APP], maxCredits }, actor)).token;
+
+  it('20 concurrent GraphQL lookups over two instances against maxCredits 7: exactly 7 run, 13 are token_credit_limit', async () => {
+    const acct = await a.createAccountWithKey({ credits: 100 });
+    const token = await mint(acct.accountId, acct.keyId, 7);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => gql(i % 2 ? a : b, token, i)));
+    const ok = results.filter((r) => r.data?.lookup);
+    expect(ok).toHaveLength(7);
+    for (const r of results.filter((r) => !r.data?.lookup)) {
+      expect(r.errors[0]).toMatchObject({ message: 'Client token credit limit reached', extensions: { code: 'INSUFFICIENT_CREDITS', reason: 'token_credit_limit' } });
+    }
+    expect(ok.map((r) => r.data.lookup.credits).sort((x: number, y: number) => x - y)).toEqual([93, 94, 95, 96, 97, 98, 99]);
+    expect(await balance(acct.accountId)).toBe(93);
+    expect((await a.connection.collection('client_tokens').findOne({ accountId: new ObjectId(acct.accountId) }))?.spent).toBe(7);
+  });
+
+  it("concurrent reservations of one token's budget go together: fewer writes than lookups", async () => {
+    const acct = await a.createAccountWithKey({ credits: 100 });
+    const token = await mint(acct.accountId, acct.keyId, 50);
+    let writes = 0;
+    const original = Collection.prototype.updateOne as (...args: unknown[]) => Promise<unknown>;
+    vi.spyOn(Collection.prototype, 'updateOne').mockImplementation(function (this: Collection, ...args: unknown[]) {
+      if (this.collectionName === 'client_tokens') writes++;
+      return original.apply(this, args) as never;
+    });
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => gql(a, token, i)));
+    vi.restoreAllMocks();
+    expect(results.every((r) => r.data?.lookup)).toBe(true);
+    expect(writes).toBeLessThan(20);
+    expect((await a.connection.collection('client_tokens').findOne({ accountId: new ObjectId(acct.accountId) }))?.spent).toBe(20);
   });
 });
