@@ -13,7 +13,11 @@
 //     confirmation, and the account's op id recorded and settled), against 1 (a key without one);
 //  7. the lookup of 1 with Prometheus metrics on (what METRICS_PORT costs), served by a second gateway
 //     in the same process as 1, so that on and off differ in nothing else;
-// and the ratio 1 / 3: the target is ≥ 85% on the compiled build (issue 26). Scenarios alternate in
+//  8, 9. the GraphQL `lookup` mutation over POST /graphql with a client token of the key of 1 (its
+//     Origin sent), without maxCredits and with a maxCredits no run reaches (issue 33: the budget's
+//     reservation per charge);
+// and the ratio 1 / 3: the target is ≥ 85% on the compiled build (issue 26); 1 is one account with one
+// key and no limits on 32 connections, so 1 / 3 is also issue 33's hot account (≥ 100%). Scenarios alternate in
 // rounds, so drift hits all alike. BENCH_BUILD (bench/build.ts): dist, the compiled build (default;
 // built first if missing or stale), tsx, the sources through tsx, or compare: both, scenarios 1-3 on a
 // gateway of each kind, interleaved.
@@ -34,6 +38,8 @@ import { benchBuild, ensureBuild } from './build.js';
 const RATIO_TARGET = 0.85;
 /** Metrics on: at most this much fewer lookups/s (issue 26). */
 const METRICS_COST_TARGET = 0.03;
+/** The web origin the bench's client tokens are bound to (sent as a browser would). */
+const BENCH_ORIGIN = 'http://127.0.0.1:5173';
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const self = fileURLToPath(import.meta.url);
 
@@ -59,6 +65,10 @@ async function server(): Promise<void> {
   const key = await services.keys.create(account.id, 'bench', actor);
   // The same account's second key, with a credit limit no run can reach: every lookup reserves on it.
   const capped = await services.keys.create(account.id, 'bench capped', actor, { creditLimit: 1_000_000_000 });
+  // Client tokens of the first key, as a browser app holds them: one with a budget no run reaches.
+  const principal = { accountId: account.id, keyId: key.id };
+  const tokenPlain = (await services.clientTokens.mint(principal, { origins: [BENCH_ORIGIN], ttlSeconds: 3600 }, actor)).token;
+  const tokenBudget = (await services.clientTokens.mint(principal, { origins: [BENCH_ORIGIN], ttlSeconds: 3600, maxCredits: 1_000_000_000 }, actor)).token;
   const raw = await services.credits.createAccount('bench raw', 1_000_000_000, actor);
   const accounts = connection.db!.collection('accounts');
   const { ObjectId } = await import('mongodb');
@@ -108,7 +118,7 @@ async function server(): Promise<void> {
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };
   const metricsPort = twin ? (twin.app.server.address() as { port: number }).port : undefined;
-  process.stdout.write(`${JSON.stringify({ ready: true, port, metricsPort, key: key.key, cappedKey: capped.key, keyFeed: services.keyFeedState() })}\n`);
+  process.stdout.write(`${JSON.stringify({ ready: true, port, metricsPort, key: key.key, cappedKey: capped.key, tokenPlain, tokenBudget, keyFeed: services.keyFeedState() })}\n`);
   process.on('SIGTERM', () => {
     void app
       .close()
@@ -159,7 +169,7 @@ async function client(): Promise<void> {
       env: { SMTP_URL: 'smtp://127.0.0.1:2525', ...process.env, MONGODB_URI: uri, LOG_LEVEL: 'warn', IN_PROCESS_WORKER: 'false', NODE_ENV: 'production', RATE_LIMIT_PER_MINUTE: '0', BENCH_SERVER_BUILD: serverBuild, ...env },
     });
     children.push(child);
-    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; metricsPort?: number; key: string; cappedKey: string; keyFeed: string };
+    const ready = JSON.parse(await firstLine(child, (l) => l.startsWith('{'))) as { port: number; metricsPort?: number; key: string; cappedKey: string; tokenPlain: string; tokenBudget: string; keyFeed: string };
     return { child, ...ready };
   };
   // With its metrics twin: the same process serves the lookup with metrics on, on metricsPort.
@@ -179,7 +189,7 @@ async function client(): Promise<void> {
 
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const words = ['serendipity', 'dog', 'tree', 'running', 'ocean', 'happier', 'light', 'house', 'qzxvbnmw', 'computer'];
-  const all: { name: string; path: string; gw: typeof gateway; key?: string }[] = [
+  const all: { name: string; path: string; gw: typeof gateway; key?: string; graphql?: boolean }[] = [
     { name: 'POST /api/playground/query (wordnet)', path: '/api/playground/query', gw: gateway },
     { name: 'bare route', path: '/bench/bare', gw: gateway },
     { name: 'bare route + 1 guarded findOneAndUpdate', path: '/bench/db', gw: gateway },
@@ -187,6 +197,8 @@ async function client(): Promise<void> {
     { name: 'bare route + the charge\'s metered update', path: '/bench/metered', gw: gateway },
     { name: 'POST /api/playground/query, capped key', path: '/api/playground/query', gw: gateway, key: gateway.cappedKey },
     { name: 'POST /api/playground/query, metrics on', path: '/api/playground/query', gw: { ...gateway, port: gateway.metricsPort! } },
+    { name: 'POST /graphql lookup, client token', path: '/graphql', gw: gateway, key: gateway.tokenPlain, graphql: true },
+    { name: 'POST /graphql lookup, token with maxCredits', path: '/graphql', gw: gateway, key: gateway.tokenBudget, graphql: true },
     ...(viaTsx
       ? [
           { name: 'POST /api/playground/query (tsx)', path: '/api/playground/query', gw: viaTsx },
@@ -202,7 +214,7 @@ async function client(): Promise<void> {
   const dbPid = children.length > 1 ? children[0]!.pid : undefined;
   const measure = async (s: (typeof all)[number], secs: number): Promise<Result> => {
     const [g0, d0] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
-    const res = await load(s.gw.port, s.path, s.key ?? s.gw.key, words, agent, concurrency, secs);
+    const res = await load(s.gw.port, s.path, s.key ?? s.gw.key, words, agent, concurrency, secs, s.graphql);
     const [g1, d1] = [await gatewayCpu(s.gw.port, agent), cpuMicros(dbPid)];
     return { ...res, gatewayCpuUs: g1 - g0, dbCpuUs: d1 - d0 };
   };
@@ -248,19 +260,39 @@ async function client(): Promise<void> {
       console.log(`round ${r}: ${cells.join('  ')}${ratio}`);
     }
   }
-  if (rows.length < 3) return finish(rows.some((r) => r.errors > 0));
-  const ratio = rows[0]!.rps / rows[2]!.rps;
-  console.log(`\nfull lookup / bare route + DB round trip = ${(ratio * 100).toFixed(1)}% of the throughput (target ≥ ${RATIO_TARGET * 100}%: ${ratio >= RATIO_TARGET ? 'met' : 'NOT met'})`);
-  // The same comparison in CPU time, which other load on the machine does not distort.
-  const own = rows[0]!.gwUs - rows[2]!.gwUs;
-  const roundTrip = rows[2]!.gwUs - rows[1]!.gwUs + (Number.isNaN(rows[2]!.dbUs) ? 0 : rows[2]!.dbUs);
-  console.log(`gateway's own work per lookup ≈ ${own.toFixed(0)} µs CPU vs. ${roundTrip.toFixed(0)} µs CPU for one guarded findOneAndUpdate (driver + database)`);
-  const metered = rows[4];
-  if (metered) {
-    console.log(`full lookup / bare route + the charge's metered update = ${((rows[0]!.rps / metered.rps) * 100).toFixed(1)}% (gateway's own work ≈ ${(rows[0]!.gwUs - metered.gwUs).toFixed(0)} µs CPU)`);
+  const named = (name: string) => rows.find((r) => r.name === name);
+  const tokenPlainRow = named('POST /graphql lookup, client token');
+  const tokenBudgetRow = named('POST /graphql lookup, token with maxCredits');
+  if (tokenPlainRow && tokenBudgetRow) {
+    console.log(
+      `client token budget: ${tokenBudgetRow.rps.toFixed(0)} GraphQL lookups/s with maxCredits vs ${tokenPlainRow.rps.toFixed(0)} without (${((tokenBudgetRow.rps / tokenPlainRow.rps - 1) * 100).toFixed(1)}%); ` +
+        `gateway ${(tokenBudgetRow.gwUs - tokenPlainRow.gwUs).toFixed(0)} µs, database ${(tokenBudgetRow.dbUs - tokenPlainRow.dbUs).toFixed(0)} µs CPU more per lookup`,
+    );
   }
-  const off = rows[0]!;
-  const on = rows[3];
+  const hot = named('POST /api/playground/query (wordnet)');
+  const bareDb = named('bare route + 1 guarded findOneAndUpdate');
+  if (hot && bareDb) {
+    console.log(`hot account: ${hot.rps.toFixed(0)} lookups/s on one account vs ${bareDb.rps.toFixed(0)} for the bare route + 1 guarded findOneAndUpdate (${((hot.rps / bareDb.rps) * 100).toFixed(1)}%)`);
+  }
+  const bare = named('bare route');
+  // The lines below name their scenarios, so that BENCH_ONLY may leave any of them out.
+  if (!hot) return finish(rows.some((r) => r.errors > 0));
+  const off = hot;
+  const ratio = bareDb ? hot.rps / bareDb.rps : Number.NaN;
+  if (bareDb) {
+    console.log(`\nfull lookup / bare route + DB round trip = ${(ratio * 100).toFixed(1)}% of the throughput (target ≥ ${RATIO_TARGET * 100}%: ${ratio >= RATIO_TARGET ? 'met' : 'NOT met'})`);
+  }
+  if (bareDb && bare) {
+    // The same comparison in CPU time, which other load on the machine does not distort.
+    const own = hot.gwUs - bareDb.gwUs;
+    const roundTrip = bareDb.gwUs - bare.gwUs + (Number.isNaN(bareDb.dbUs) ? 0 : bareDb.dbUs);
+    console.log(`gateway's own work per lookup ≈ ${own.toFixed(0)} µs CPU vs. ${roundTrip.toFixed(0)} µs CPU for one guarded findOneAndUpdate (driver + database)`);
+  }
+  const metered = named("bare route + the charge's metered update");
+  if (metered) {
+    console.log(`full lookup / bare route + the charge's metered update = ${((hot.rps / metered.rps) * 100).toFixed(1)}% (gateway's own work ≈ ${(hot.gwUs - metered.gwUs).toFixed(0)} µs CPU)`);
+  }
+  const on = named('POST /api/playground/query, rate limit on');
   if (on) {
     console.log(
       `shared rate limit: ${on.rps.toFixed(0)} lookups/s on vs ${off.rps.toFixed(0)} off (${((on.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
@@ -268,7 +300,7 @@ async function client(): Promise<void> {
     );
   }
 
-  const capped = rows[5];
+  const capped = named('POST /api/playground/query, capped key');
   if (capped) {
     console.log(
       `key credit limit: ${capped.rps.toFixed(0)} lookups/s with a capped key vs ${off.rps.toFixed(0)} without (${((capped.rps / off.rps - 1) * 100).toFixed(1)}%); ` +
@@ -276,7 +308,7 @@ async function client(): Promise<void> {
     );
   }
 
-  const metricsOn = rows[6];
+  const metricsOn = named('POST /api/playground/query, metrics on');
   if (metricsOn) {
     const cost = 1 - metricsOn.rps / off.rps;
     console.log(
@@ -284,11 +316,13 @@ async function client(): Promise<void> {
         `${cost <= METRICS_COST_TARGET ? 'met' : 'NOT met'}); gateway ${(metricsOn.gwUs - off.gwUs).toFixed(0)} µs CPU more per lookup`,
     );
   }
-  if (rows[9]) {
-    const tsxRatio = rows[7]!.rps / rows[9].rps;
+  const tsxLookup = named('POST /api/playground/query (tsx)');
+  const tsxDb = named('bare route + 1 guarded update (tsx)');
+  if (tsxLookup && tsxDb) {
+    const tsxRatio = tsxLookup.rps / tsxDb.rps;
     console.log(
       `tsx: full lookup / bare route + DB round trip = ${(tsxRatio * 100).toFixed(1)}% (compiled: ${(ratio * 100).toFixed(1)}%); ` +
-        `lookup ${rows[7]!.gwUs.toFixed(0)} µs CPU through tsx vs ${rows[0]!.gwUs.toFixed(0)} compiled`,
+        `lookup ${tsxLookup.gwUs.toFixed(0)} µs CPU through tsx vs ${hot.gwUs.toFixed(0)} compiled`,
     );
   }
   console.log(`node ${process.version}, load average ${load0.toFixed(1)} → ${os.loadavg()[0]!.toFixed(1)} on ${os.cpus().length} CPUs`);
@@ -307,7 +341,7 @@ async function client(): Promise<void> {
 }
 
 /** Keeps `concurrency` requests in flight for `seconds`; records each latency. */
-async function load(port: number, urlPath: string, key: string, words: string[], agent: http.Agent, concurrency: number, seconds: number): Promise<Result> {
+async function load(port: number, urlPath: string, key: string, words: string[], agent: http.Agent, concurrency: number, seconds: number, graphql = false): Promise<Result> {
   const latencies: number[] = [];
   let errors = 0;
   let i = 0;
@@ -315,9 +349,10 @@ async function load(port: number, urlPath: string, key: string, words: string[],
   const end = start + seconds * 1000;
   const worker = async () => {
     while (performance.now() < end) {
-      const body = JSON.stringify({ keyword: words[i++ % words.length] });
+      const word = words[i++ % words.length];
+      const body = JSON.stringify(graphql ? { query: `mutation { lookup(keyword: "${word}") { credits } }` } : { keyword: word });
       const t0 = performance.now();
-      const status = await request(port, urlPath, key, body, agent);
+      const status = await request(port, urlPath, key, body, agent, graphql ? { origin: BENCH_ORIGIN } : {});
       latencies.push(performance.now() - t0);
       if (status !== 200) errors++;
     }
@@ -326,10 +361,10 @@ async function load(port: number, urlPath: string, key: string, words: string[],
   return { requests: latencies.length, gatewayCpuUs: 0, dbCpuUs: 0, errors, seconds: (performance.now() - start) / 1000, latencies };
 }
 
-function request(port: number, urlPath: string, key: string, body: string, agent: http.Agent): Promise<number> {
+function request(port: number, urlPath: string, key: string, body: string, agent: http.Agent, extra: Record<string, string>): Promise<number> {
   return new Promise((resolve) => {
     const req = http.request(
-      { host: '127.0.0.1', port, path: urlPath, method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      { host: '127.0.0.1', port, path: urlPath, method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...extra } },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));

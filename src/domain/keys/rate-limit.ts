@@ -5,7 +5,8 @@ export const RATE_LIMIT_WINDOW_MS = 60_000;
 
 /**
  * The shared count behind the rate limit (src/data/rate-limits.ts: one MongoDB document per key and
- * window, so every gateway on the database counts against the same figure).
+ * window, so every gateway on the database counts against the same figure). docs/keys.md states the
+ * bound the slices keep (never over the limit; at most 1.5% of it per instance left unused).
  */
 export interface RateLimitCounter {
   /**
