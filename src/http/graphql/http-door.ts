@@ -1,8 +1,7 @@
 /**
  * `/graphql` over HTTP: Apollo Server 5 on Fastify, behind the edge (which has already decided who is
- * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`). A plain operation (a JSON
- * POST of a document that parses and validates) takes the direct path (direct-path.ts), which answers
- * as Apollo would without its request pipeline's cost; everything else is Apollo's.
+ * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`). Apollo answers every request
+ * through its own request pipeline; the product's work is in its plugins (admission, logging, metrics).
  *
  * Status codes (GraphQL-over-HTTP):
  *  - 200 when the operation executed, even if a field failed: `errors` carries the domain error
@@ -24,7 +23,7 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
@@ -38,7 +37,6 @@ import type { BaseUrlOf } from '../routes/types.js';
 import type { OperationAdmission } from './admission.js';
 import { apolloHandler } from './apollo-handler.js';
 import { compiledExecution, compiledExecutor } from './compiled-executor.js';
-import { directPath } from './direct-path.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
@@ -51,8 +49,6 @@ export async function registerHttpDoor(
     execution: Execution;
     baseUrlOf: BaseUrlOf;
     metrics?: Pick<TransportMetrics, 'graphqlOperation'>;
-    /** Every request through Apollo Server, none through the direct path (direct-path.ts): tests compare the two. */
-    apolloOnly?: boolean;
   },
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
@@ -97,25 +93,7 @@ export async function registerHttpDoor(
     if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
     return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
   };
-  const viaApollo = apolloHandler(apollo, async (request) => contextOf(request));
-  // The direct path answers plain operations as Apollo would, without its pipeline's cost; it needs
-  // every hook Apollo runs to be one it knows (armor's plugins are none with the options execution.ts sets).
-  const direct =
-    opts.apolloOnly || execution.armorPlugins.length > 0
-      ? undefined
-      : directPath({
-          schema: execution.schema,
-          validationRules,
-          introspection: config.GRAPHQL_INTROSPECTION,
-          maxTokens: execution.maxTokens,
-          formatError: execution.formatError,
-          admission: opts.admission,
-          execute,
-          contextOf: (request) => (request.principal ? contextOf(request) : undefined),
-          didEncounterErrors: (errors, context) => logMasked(app.log, errors, context.requestId),
-          answered: opts.metrics ? (operation, outcome) => opts.metrics!.graphqlOperation(operation, outcome) : undefined,
-        });
-  const handler = direct ? (request: FastifyRequest, reply: FastifyReply) => direct.answer(request, reply) ?? viaApollo(request, reply) : viaApollo;
+  const handler = apolloHandler(apollo, async (request) => contextOf(request));
 
   await app.register(async (scope) => {
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
@@ -192,14 +170,10 @@ function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLCont
   // One listener for every request: it keeps no state of its own.
   const listener = {
     async didEncounterErrors({ errors, contextValue }: { errors: readonly GraphQLError[]; contextValue?: GraphQLContext }) {
-      logMasked(log, errors, contextValue?.requestId);
+      for (const err of errors) {
+        if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
+      }
     },
   };
   return { requestDidStart: async () => listener };
-}
-
-function logMasked(log: FastifyBaseLogger, errors: readonly GraphQLError[], requestId: string | undefined): void {
-  for (const err of errors) {
-    if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId }, 'graphql: masked internal error');
-  }
 }
