@@ -24,6 +24,7 @@ import {
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Span } from '@opentelemetry/api';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
@@ -36,7 +37,8 @@ import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql
 import type { BaseUrlOf } from '../routes/types.js';
 import type { OperationAdmission } from './admission.js';
 import { apolloHandler } from './apollo-handler.js';
-import { compiledExecution, compiledExecutor } from './compiled-executor.js';
+import { compiledExecution, compiledExecutor, type CompiledExecution } from './compiled-executor.js';
+import { endOperationSpan, inOperationSpan, nameOperationSpan, startOperationSpan } from '../../tracing/operations.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
 
 export async function registerHttpDoor(
@@ -52,7 +54,15 @@ export async function registerHttpDoor(
   },
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
-  const execute = compiledExecution(execution.schema);
+  const compiled = compiledExecution(execution.schema);
+  // With tracing on, each operation's span (a plugin below) is active while it executes.
+  const spans = config.OTEL_EXPORTER_OTLP_ENDPOINT ? new WeakMap<object, Span>() : undefined;
+  const execute: CompiledExecution = spans
+    ? (document, operationName, context, variables) => {
+        const span = spans.get(context as object);
+        return span ? inOperationSpan(span, () => compiled(document, operationName, context, variables)) : compiled(document, operationName, context, variables);
+      }
+    : compiled;
   const validationRules = [...execution.armorRules, SubscriptionsOverWebSocketOnly];
   const apollo = new ApolloServer<GraphQLContext>({
     // Executes with graphql-jit, one compiled function per document (compiled-executor.ts).
@@ -77,6 +87,7 @@ export async function registerHttpDoor(
       logMaskedErrors(app.log),
       admitOperations(opts.admission),
       ...(opts.metrics ? [countOperations(opts.metrics)] : []),
+      ...(spans ? [traceOperations(spans)] : []),
       // No landing page: Apollo's loads a web IDE from a CDN; the console serves an explorer instead.
       ApolloServerPluginLandingPageDisabled(),
       // No cache hints (every operation is per caller and charged): without this default plugin Apollo
@@ -95,7 +106,7 @@ export async function registerHttpDoor(
   };
   const handler = apolloHandler(apollo, async (request) => contextOf(request));
 
-  await app.register(async (scope) => {
+  await app.register(async function graphqlOverHttp(scope) {
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
     // content type) keep the edge's catalog status and headers and take the GraphQL response shape.
     scope.setErrorHandler((err, request, reply) => {
@@ -163,6 +174,29 @@ function countOperations(metrics: Pick<TransportMetrics, 'graphqlOperation'>): A
     },
   };
   return { requestDidStart: async () => listener };
+}
+
+/**
+ * One span per operation (src/tracing/operations.ts), from the moment Apollo starts the request to its
+ * answer: named once the operation is resolved, failed when the answer carries errors. The executor
+ * runs inside it (`spans`, keyed by the operation's context object, which Apollo hands to both).
+ */
+function traceOperations(spans: WeakMap<object, Span>): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart({ contextValue }) {
+      const span = startOperationSpan();
+      spans.set(contextValue, span);
+      return {
+        async didResolveOperation({ operation }) {
+          nameOperationSpan(span, operation);
+        },
+        async willSendResponse({ errors, response }) {
+          const fieldErrors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+          endOperationSpan(span, errors?.length ? errors : fieldErrors);
+        },
+      };
+    },
+  };
 }
 
 /** Logs every error that reaches the client masked, with the request id to find it by. */
