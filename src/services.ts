@@ -287,7 +287,18 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     }),
   };
 
-  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
+  const clientTokens = new ClientTokens({
+    store: tokenStore,
+    audit: auditStore,
+    liveKey: (keyId) => keys.verifier.liveKey(keyId),
+    // A console token's member: still in the account, and the session it was minted in still alive.
+    liveMember: async (accountId, userId, sessionId) => {
+      const [member, session] = await Promise.all([teamStore.member(accountId, userId), sessionId ? sessionStore.find(sessionId) : null]);
+      if (!member) return null;
+      if (sessionId && (!session || session.userId !== userId || session.expiresAt.getTime() <= Date.now())) return null;
+      return member.role;
+    },
+  });
   const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,
