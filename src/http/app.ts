@@ -174,6 +174,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       keys: services.authenticator,
       apiKeys: services.keys,
       tokens: services.clientTokens,
+      documents: services.trustedDocuments,
       balances: services.balances,
       idempotency: services.idempotency,
       ...sellable,

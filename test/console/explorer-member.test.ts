@@ -44,7 +44,7 @@ async function run(gateway: TestApp, token: string, query: string) {
 const ME = '{ me { credits } }';
 const LOOKUP = 'mutation { lookup(keyword: "oak") { credits } }';
 const DEADLINE = { timeoutMs: 30_000 };
-const teamOwner = () => ({ accountId: owner.accountId, userId: owner.userId, role: 'owner' as const, audit: { actor: 'test', ip: null, host: 'test' } });
+const teamOwner = () => ({ accountId: owner.accountId, userId: null, role: 'owner' as const, audit: { actor: 'test', ip: null, host: 'test' } });
 
 describe('Explorer tokens end with their member, on every instance', () => {
   it('a removed member’s token stops on both gateways', async () => {

@@ -40,6 +40,7 @@ import { apolloHandler } from './apollo-handler.js';
 import { compiledExecution, compiledExecutor, type CompiledExecution } from './compiled-executor.js';
 import { endOperationSpan, inOperationSpan, nameOperationSpan, startOperationSpan } from '../../tracing/operations.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
+import { trustDocuments } from './trusted-documents.js';
 
 export async function registerHttpDoor(
   app: FastifyInstance,
@@ -70,7 +71,9 @@ export async function registerHttpDoor(
     logger: app.log,
     introspection: config.GRAPHQL_INTROSPECTION,
     csrfPrevention: true,
-    persistedQueries: false,
+    // Automatic persisted queries as Apollo does them, in Apollo's bounded in-memory cache (per
+    // instance: a client whose hash another instance has not seen sends the text again, as APQ expects).
+    persistedQueries: { ttl: 24 * 3600 },
     allowBatchedHttpRequests: false,
     includeStacktraceInErrorResponses: false,
     // The gateway's own SIGTERM handler closes Fastify, which stops Apollo (the door's onClose). Apollo's
@@ -85,6 +88,7 @@ export async function registerHttpDoor(
       // No fastifyApolloDrainPlugin: it closes Fastify from apollo.stop(), and here Fastify's close
       // is what stops Apollo; Fastify drains its own connections.
       logMaskedErrors(app.log),
+      ...(services.documents ? [trustDocuments(services.documents)] : []),
       admitOperations(opts.admission),
       ...(opts.metrics ? [countOperations(opts.metrics)] : []),
       ...(spans ? [traceOperations(spans)] : []),

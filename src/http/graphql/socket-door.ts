@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Span } from '@opentelemetry/api';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { execute, getOperationAST, subscribe, type ExecutionArgs, type ExecutionResult, type GraphQLError, type OperationDefinitionNode } from 'graphql';
+import { execute, getOperationAST, GraphQLError, subscribe, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
@@ -25,6 +25,8 @@ import type { BaseUrlOf } from '../routes/types.js';
 import { refusalError, type OperationAdmission } from './admission.js';
 import type { Execution } from './execution.js';
 import { subscriptionCaps } from './subscription-caps.js';
+import { trustedOnly } from './trusted-documents.js';
+import type { Principal } from '../../domain/principal.js';
 import { endOperationSpan, inOperationSpan, nameOperationSpan, startOperationSpan } from '../../tracing/operations.js';
 
 interface Connection {
@@ -59,6 +61,20 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
   const callers = new SocketCallers({ credentials: opts.credentials, databaseDown: opts.databaseDown, log, maxSubscriptions: config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET });
   const caps = subscriptionCaps(config);
   const metrics = opts.metrics;
+  /**
+   * The text a subscribe runs: its `query`, or, sent by hash alone (Apollo's persisted query extension),
+   * the account's registered document of that hash. A `trustedDocumentsOnly` token runs only those.
+   */
+  const documentOf = async (principal: Principal, payload: { query: string; extensions?: Record<string, unknown> | null }): Promise<string | GraphQLError> => {
+    const hash = (payload.extensions?.persistedQuery as { sha256Hash?: unknown } | undefined)?.sha256Hash;
+    const sha256Hash = typeof hash === 'string' ? hash : null;
+    if (payload.query && !trustedOnly(principal)) return payload.query;
+    if (!payload.query && !sha256Hash) return payload.query;
+    const body = services.documents ? await services.documents.trusted(principal.accountId, { query: payload.query || null, sha256Hash }) : null;
+    if (body !== null) return payload.query || body;
+    if (trustedOnly(principal)) return refusalError(new AppError('document_not_trusted'));
+    return new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } });
+  };
   // With tracing on, one span per operation (src/tracing/operations.ts), by request id (`<connection>/<id>`).
   const spans = config.OTEL_EXPORTER_OTLP_ENDPOINT ? new Map<string, Span>() : undefined;
   const endSpan = (requestId: string, errors?: readonly { message: string }[]) => {
@@ -111,7 +127,9 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
           caps.release(conn, id);
           return guarded.signal.reason as AppError;
         };
-        const admitted = await opts.admission.admit({ query: payload.query, operationName: payload.operationName }, { principal: caller.principal, recheck: caller.recheck, hold });
+        const query = await documentOf(caller.principal, payload);
+        if (typeof query !== 'string') return [query];
+        const admitted = await opts.admission.admit({ query, operationName: payload.operationName }, { principal: caller.principal, recheck: caller.recheck, hold });
         if (!admitted.ok) return admitted.kind === 'invalid' ? admitted.errors : [refusalError(admitted.error)];
         const { document, principal } = admitted;
         if (span) nameOperationSpan(span, getOperationAST(document, payload.operationName));
