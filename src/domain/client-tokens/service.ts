@@ -58,14 +58,16 @@ export class ClientTokens {
   /**
    * The console's own token (the explorer's): for a signed-in user, bound to the console's origin,
    * every scope, 15 minutes; the page mints a new one whenever it loads. No key minted it, so no key's
-   * deletion ends it: its short life does.
+   * deletion ends it: its short life does. Not audited: the member created nothing by opening a page,
+   * and the session it serves is audited at sign-in.
    */
-  async mintForConsole(caller: { accountId: string; userId: string; role: Role }, origin: string, actor: AuditActor): Promise<MintedToken> {
+  async mintForConsole(caller: { accountId: string; userId: string; role: Role }, origin: string): Promise<MintedToken> {
     if (!isExactOrigin(origin)) throw invalid('origin', 'origin must be a web origin');
-    return this.create({ accountId: caller.accountId, keyId: null, userId: caller.userId }, { origins: [origin], scopes: explorerScopes(caller.role), ttlSeconds: TOKEN_TTL.default, maxCredits: null }, actor);
+    return this.create({ accountId: caller.accountId, keyId: null, userId: caller.userId }, { origins: [origin], scopes: explorerScopes(caller.role), ttlSeconds: TOKEN_TTL.default, maxCredits: null }, null);
   }
 
-  private async create(principal: Principal, request: MintRequest, actor: AuditActor): Promise<MintedToken> {
+  /** Stores a new token; `actor` is who is audited as creating it (null: the console's own, not audited). */
+  private async create(principal: Principal, request: MintRequest, actor: AuditActor | null): Promise<MintedToken> {
     const token = generateToken();
     const createdAt = this.now();
     const expiresAt = new Date(createdAt.getTime() + request.ttlSeconds * 1000);
@@ -80,16 +82,18 @@ export class ClientTokens {
       createdAt,
       expiresAt,
     });
-    await this.deps.audit.record(
-      {
-        ...actor,
-        event: 'client_token.created',
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits },
-      },
-      createdAt,
-    );
+    if (actor) {
+      await this.deps.audit.record(
+        {
+          ...actor,
+          event: 'client_token.created',
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits },
+        },
+        createdAt,
+      );
+    }
     return { token, expiresAt, origins: request.origins, scopes: request.scopes, maxCredits: request.maxCredits };
   }
 
