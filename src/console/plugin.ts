@@ -63,7 +63,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
   const csp = consoleCsp(config);
 
   await app.register(
-    async (scope) => {
+    async function consoleScope(scope) {
       // Forms post urlencoded bodies; only here, so the APIs keep refusing them with 415.
       await scope.register(formbody, { bodyLimit: 64 * 1024 });
       scope.addHook('onSend', securityHeaders(csp));

@@ -32,7 +32,7 @@ export class MongoJobStore implements JobStore {
   }
 
   async markCharged(jobId: string, now: Date): Promise<boolean> {
-    const res = await this.model.updateOne({ _id: jobId, charged: false, withdrawing: { $ne: true } }, { $set: { charged: true, updatedAt: now } });
+    const res = await this.model.updateOne({ _id: jobId, charged: false, withdrawing: { $ne: true } }, { $set: { charged: true }, $max: { updatedAt: now } });
     return res.modifiedCount === 1;
   }
 
@@ -84,8 +84,8 @@ export class MongoJobStore implements JobStore {
           [`${at}.error`]: null,
           // The job has a non-final image, so it is queued or running: this is queued → running.
           status: 'running',
-          updatedAt: now,
         },
+        $max: { updatedAt: now },
       },
       { returnDocument: 'after', projection: oneImage(index) },
     );
@@ -113,7 +113,7 @@ export class MongoJobStore implements JobStore {
     const at = imagePath(index);
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, [`${at}.refund`]: 'pending' },
-      { $set: { [`${at}.refund`]: 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
+      { $set: { [`${at}.refund`]: 'done' }, $max: { updatedAt: now }, $inc: { creditsRefunded: 1 } },
       { returnDocument: 'after', projection: oneImage(index) },
     );
     return doc ? toTransition(doc) : null;
@@ -122,7 +122,7 @@ export class MongoJobStore implements JobStore {
   async finalize(jobId: string, status: FinalJobStatus, now: Date): Promise<JobRecord | null> {
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, status: { $in: NON_FINAL }, cancelRequestedAt: status === 'canceled' ? { $ne: null } : null },
-      { $set: { status, completedAt: now, updatedAt: now } },
+      { $set: { status, completedAt: now }, $max: { updatedAt: now } },
       { returnDocument: 'after' },
     );
     return doc ? toJobRecord(doc) : null;
@@ -132,7 +132,7 @@ export class MongoJobStore implements JobStore {
     const owned = { _id: jobId, accountId, charged: true };
     const doc = await this.raw.findOneAndUpdate(
       { ...owned, status: { $in: NON_FINAL }, cancelRequestedAt: null },
-      { $set: { cancelRequestedAt: now, updatedAt: now } },
+      { $set: { cancelRequestedAt: now }, $max: { updatedAt: now } },
       { returnDocument: 'after' },
     );
     // Already final, or already asked: the job as it is.
@@ -147,7 +147,8 @@ export class MongoJobStore implements JobStore {
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, cancelRequestedAt: { $ne: null }, [`${at}.index`]: index, $or: states },
       {
-        $set: { [`${at}.status`]: 'canceled', [`${at}.refund`]: 'pending', [`${at}.finishedAt`]: now, updatedAt: now },
+        $set: { [`${at}.status`]: 'canceled', [`${at}.refund`]: 'pending', [`${at}.finishedAt`]: now },
+        $max: { updatedAt: now },
         $inc: { canceledImages: 1 },
       },
       { returnDocument: 'after', projection: oneImage(index) },
@@ -179,9 +180,10 @@ export class MongoJobStore implements JobStore {
     counters?: Record<string, number>,
   ): Promise<ImageTransition | null> {
     const at = imagePath(index);
-    const $set: Record<string, unknown> = { updatedAt: now };
+    const $set: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(fields)) $set[`${at}.${k}`] = v;
-    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, {
+    const $max = { updatedAt: now };
+    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $max, $inc: counters } : { $set, $max }, {
       returnDocument: 'after',
       projection: oneImage(index),
     });

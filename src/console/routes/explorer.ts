@@ -28,7 +28,7 @@ const explorerRoutes: ConsoleRoute<{ tokens: Pick<ClientTokens, 'mintForConsole'
     // the last hop says), and a default port (Host: example.com:443) left out.
     const secure = request.servedOverHttps;
     const origin = originOf(`${secure ? 'https' : 'http'}://${request.headers.host ?? 'localhost'}`);
-    const minted = await s.tokens.mintForConsole({ accountId: caller.principal.accountId, userId: caller.principal.userId, role: caller.role }, origin);
+    const minted = await s.tokens.mintForConsole({ accountId: caller.principal.accountId, userId: caller.principal.userId, role: caller.role, sessionId: caller.sessionId }, origin);
     const page = explorerPage(pageContext(request, '/console/explorer'), {
       staticPath: STATIC_PATH,
       subscriptionEndpoint: `${secure ? 'wss' : 'ws'}://${request.headers.host ?? 'localhost'}/graphql`,

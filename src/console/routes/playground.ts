@@ -54,7 +54,7 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
 
   /** Open live streams, ended when the app closes so shutdown never waits on a browser. */
   const streams = new Set<() => void>();
-  app.addHook('preClose', async () => {
+  app.addHook('preClose', async function endPlaygroundStreams() {
     for (const end of streams) end();
   });
 

@@ -74,7 +74,7 @@ const jobSchema = new Schema<JobDoc>(
     completedAt: { type: Date, default: null },
     eventPending: { type: Boolean },
   },
-  // updatedAt is written explicitly by every update: the GraphQL subscription keys on it.
+  // updatedAt is written by every visible update, with $max: stamps taken before concurrent writes never move it back.
   { collection: 'jobs', versionKey: false, timestamps: false, autoIndex: true },
 );
 

@@ -28,6 +28,9 @@ function toImageView(jobId: string, img: ImageRecord, signer: ImageUrlSigner, ba
     case 'failed':
       return { index: img.index, prompt: img.prompt, status, url: null, error: img.error ?? 'Image generation failed' };
     case 'queued':
+      // An image released for a retry (a worker gave up its attempt) is still in progress to the client:
+      // shown as `running`, so an image's status never goes back.
+      return { index: img.index, prompt: img.prompt, status: img.attempt > 0 ? 'running' : 'queued', url: null, error: null };
     case 'running':
     case 'canceled':
       return { index: img.index, prompt: img.prompt, status, url: null, error: null };

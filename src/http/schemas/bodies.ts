@@ -57,6 +57,7 @@ export const mintedToken = z.object({
   origins: z.array(z.string()),
   scopes: z.array(z.enum(CLIENT_SCOPES)),
   maxCredits: z.int().min(1).nullable(),
+  trustedDocumentsOnly: z.boolean(),
 });
 
 export const imageBytes = z.custom<Buffer>().meta({ description: 'The image bytes.' });
