@@ -192,6 +192,8 @@ describe('OpenTelemetry traces (OTLP/HTTP)', () => {
     await until(() => lines(gateway!.out()).some((l) => l.trace_id === TRACE_ID), 'a gateway log line with the trace id', SLOW);
     const failed = await until(() => lines(worker!.out()).find((l) => l.msg === 'image failed and was refunded'), 'the worker logging the failed image', SLOW);
     expect(failed.trace_id).toBe(TRACE_ID);
+    // As the gateway's pino lines: the span too, by the same instrumentation.
+    expect(failed).toMatchObject({ span_id: expect.stringMatching(/^[0-9a-f]{16}$/), level: 30 });
   });
 
   it('each GraphQL operation is a span named by its type and name, in its HTTP request’s trace or its subscribe’s, over HTTP and WebSocket', async () => {

@@ -70,19 +70,21 @@ export class ClientTokens {
    * The console's own token (the explorer's): for a signed-in user, bound to the console's origin,
    * the scopes of their role, 15 minutes; the page mints a new one whenever it loads. It belongs to its
    * member: it stops when they are removed, their session ends (sign-out, a password change or reset),
-   * and does only what their role allows now (verify()).
+   * and does only what their role allows now (verify()). Not audited: the member created nothing by
+   * opening a page, and the session it serves is audited at sign-in.
    */
-  async mintForConsole(caller: { accountId: string; userId: string; role: Role; sessionId: string }, origin: string, actor: AuditActor): Promise<MintedToken> {
+  async mintForConsole(caller: { accountId: string; userId: string; role: Role; sessionId: string }, origin: string): Promise<MintedToken> {
     if (!isExactOrigin(origin)) throw invalid('origin', 'origin must be a web origin');
     return this.create(
       { accountId: caller.accountId, keyId: null, userId: caller.userId },
       { origins: [origin], scopes: explorerScopes(caller.role), ttlSeconds: TOKEN_TTL.default, maxCredits: null, trustedDocumentsOnly: false },
-      actor,
+      null,
       caller.sessionId,
     );
   }
 
-  private async create(principal: Principal, request: MintRequest, actor: AuditActor, sessionId: string | null = null): Promise<MintedToken> {
+  /** Stores a new token; `actor` is who is audited as creating it (null: the console's own, not audited). */
+  private async create(principal: Principal, request: MintRequest, actor: AuditActor | null, sessionId: string | null = null): Promise<MintedToken> {
     const token = generateToken();
     const createdAt = this.now();
     const expiresAt = new Date(createdAt.getTime() + request.ttlSeconds * 1000);
@@ -99,16 +101,18 @@ export class ClientTokens {
       createdAt,
       expiresAt,
     });
-    await this.deps.audit.record(
-      {
-        ...actor,
-        event: 'client_token.created',
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits, trustedDocumentsOnly: request.trustedDocumentsOnly },
-      },
-      createdAt,
-    );
+    if (actor) {
+      await this.deps.audit.record(
+        {
+          ...actor,
+          event: 'client_token.created',
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits, trustedDocumentsOnly: request.trustedDocumentsOnly },
+        },
+        createdAt,
+      );
+    }
     return { token, expiresAt, origins: request.origins, scopes: request.scopes, maxCredits: request.maxCredits, trustedDocumentsOnly: request.trustedDocumentsOnly };
   }
 
