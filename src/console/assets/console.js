@@ -181,7 +181,8 @@ document.querySelector('[data-generate]')?.addEventListener('submit', async (eve
   const out = document.querySelector('[data-generate-result]');
   out.replaceChildren(el('p', {}, 'Starting…'));
   try {
-    const created = await post('/console/playground/generate', { prompts: event.currentTarget.elements.prompts.value });
+    // The whole form: prompts, size, format and seed.
+    const created = await postForm(event.currentTarget);
     balance(created.credits);
     const events = new EventSource(`/console/playground/jobs/${created.jobId}/events`);
     events.addEventListener('job', (e) => renderJob(out, JSON.parse(e.data)));
