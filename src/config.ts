@@ -154,6 +154,9 @@ const schema = z
     S3_ENDPOINT: url.optional(),
     /** Bucket in the path (`endpoint/bucket/key`) rather than the host name: what most S3-compatible stores need. */
     S3_FORCE_PATH_STYLE: bool(false),
+    /** Credentials for the bucket; unset: the AWS SDK's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profiles, roles). */
+    S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
     /** Key prefix of the images in the bucket. */
     S3_PREFIX: z.string().default('images/'),
     /**
@@ -258,6 +261,9 @@ const schema = z
     }
     if (c.IMAGE_STORE === 's3' && !c.S3_BUCKET) {
       ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when IMAGE_STORE=s3' });
+    }
+    if (Boolean(c.S3_ACCESS_KEY_ID) !== Boolean(c.S3_SECRET_ACCESS_KEY)) {
+      ctx.addIssue({ code: 'custom', path: ['S3_SECRET_ACCESS_KEY'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together, or neither' });
     }
     if (c.IMAGE_URL_MODE === 'presigned' && c.IMAGE_STORE !== 's3') {
       ctx.addIssue({ code: 'custom', path: ['IMAGE_URL_MODE'], message: 'presigned needs IMAGE_STORE=s3 (only an object store can presign its URLs)' });

@@ -32,6 +32,8 @@ export function openImageStore(config: Config, db: Db): ConfiguredImageStore {
         forcePathStyle: config.S3_FORCE_PATH_STYLE,
         prefix: config.S3_PREFIX,
         checksums: config.S3_CHECKSUMS ?? (config.S3_ENDPOINT ? 'when_required' : 'when_supported'),
+        credentials:
+          config.S3_ACCESS_KEY_ID && config.S3_SECRET_ACCESS_KEY ? { accessKeyId: config.S3_ACCESS_KEY_ID, secretAccessKey: config.S3_SECRET_ACCESS_KEY } : undefined,
       })
     : undefined;
   const primary = kind === 'fs' ? fs : kind === 'gridfs' ? gridfs : s3!;

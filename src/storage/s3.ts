@@ -54,6 +54,7 @@ export class S3ImageStore implements ImageStore {
 
   async put(key: ImageKey, image: { data: Buffer; contentType: string }): Promise<StoredImageInfo> {
     const name = objectName(key, image);
+    // A buffer with its length: the SDK sends it as one plain body (aws-chunked framing is for streams).
     await this.client.send(
       new PutObjectCommand({ Bucket: this.options.bucket, Key: this.keyOf(name), Body: image.data, ContentType: image.contentType, ContentLength: image.data.length }),
     );
