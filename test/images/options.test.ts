@@ -70,6 +70,22 @@ describe('what the deployment offers', () => {
   });
 });
 
+describe('the OpenAPI document', () => {
+  it('describes the options, the offer and the new job and image fields', async () => {
+    const doc = await (await fetch(`${t.baseUrl}/openapi.json`)).json();
+    const body = doc.paths['/api/playground/images'].post.requestBody.content['application/json'].schema;
+    expect(JSON.stringify(body.properties.size)).toContain('512x512');
+    expect(JSON.stringify(body.properties.format)).toContain('webp');
+    expect(Object.keys(body.properties)).toEqual(expect.arrayContaining(['prompts', 'size', 'format', 'seed', 'negativePrompt']));
+    const offer = doc.paths['/api/playground/images/options'].get.responses['200'].content['application/json'].schema;
+    expect(JSON.stringify(offer)).toContain('defaultSize');
+    const job = JSON.stringify(doc.paths['/api/playground/images/{jobId}'].get.responses['200']);
+    for (const field of ['options', 'negativePrompt', 'contentType', 'width', 'height', 'expired']) expect(job).toContain(`"${field}"`);
+    const file = doc.paths['/api/playground/images/{jobId}/images/{index}'].get.responses;
+    expect(Object.keys(file)).toEqual(expect.arrayContaining(['410', '503']));
+  });
+});
+
 describe('options on REST', () => {
   it('draws each size in each format, echoes the options and describes every image', async () => {
     for (const [size, format, mime] of [
