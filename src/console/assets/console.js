@@ -169,7 +169,7 @@ function renderJob(out, job) {
   const list = el('ul', { class: 'images', 'aria-label': 'Images' });
   for (const image of job.images) {
     const item = el('li', { class: `image ${image.status}` });
-    item.append(image.url ? el('img', { src: image.url, alt: image.prompt, width: '128', height: '128' }) : el('div', { class: 'placeholder', 'aria-hidden': 'true' }));
+    item.append(image.url ? el('img', { src: image.url, alt: image.prompt, width: '128', height: String(image.width > 0 ? Math.round((128 * image.height) / image.width) : 128) }) : el('div', { class: 'placeholder', 'aria-hidden': 'true' }));
     item.append(el('span', { class: 'prompt' }, image.prompt), el('span', { class: 'status' }, image.error ? `${image.status}: ${image.error}` : image.status));
     list.append(item);
   }

@@ -95,7 +95,10 @@ export function legacyOptions(offer: ImageOffer): ImageOptions {
   return { size: offer.defaultSize, format: 'png', seed: null, negativePrompt: null };
 }
 
-/** The seed of image `index` of a job: `seed + index`, or null without a seed. */
+/**
+ * The seed of image `index` of a job: `seed + index`, or null without a seed. Past MAX_SEED it wraps to
+ * 0, so every image's seed is itself a valid seed (and a GraphQL Int).
+ */
 export function seedOf(options: ImageOptions, index: number): number | null {
-  return options.seed === null ? null : options.seed + index;
+  return options.seed === null ? null : (options.seed + index) % (MAX_SEED + 1);
 }
