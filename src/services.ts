@@ -11,7 +11,7 @@
  */
 import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
-import type { Config } from './config.js';
+import { imageRetention, type Config } from './config.js';
 import { MongoAccountStore } from './data/accounts.js';
 import { MongoAuditStore } from './data/audit.js';
 import { databaseHealth, type HealthCheck } from './data/connection.js';
@@ -250,6 +250,9 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     queue,
     signer,
     limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
+    offer: imageJobs.provider.offer,
+    retentionMs: imageRetention(config).retentionMs,
+    presigned: imageJobs.presigned,
     publicBaseUrl: config.PUBLIC_BASE_URL,
     onBackgroundError: (err) => queue.errors.report(err, 'enqueue'),
   });
@@ -328,7 +331,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     usage,
     keyFeedState: () => keyFeed.state,
     jobs,
-    imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer }),
+    imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer, retentionMs: imageRetention(config).retentionMs }),
     imageJobs,
     jobEvents,
     jobWatch: new JobWatcher({ jobs, changes: jobEvents }),

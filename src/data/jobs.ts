@@ -1,6 +1,6 @@
 import type { Collection } from 'mongodb';
 import type { Connection, Model } from 'mongoose';
-import type { ImageRecord, ImageTransition, JobRecord, JobStore } from '../domain/jobs/records.js';
+import type { ImageRecord, ImageTransition, JobRecord, JobStore, StoredImageRef } from '../domain/jobs/records.js';
 import type { FinalJobStatus } from '../domain/jobs/types.js';
 import { jobModel, type JobDoc } from './models/job.js';
 
@@ -97,8 +97,9 @@ export class MongoJobStore implements JobStore {
     return res.matchedCount === 1;
   }
 
-  async completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<ImageTransition | null> {
-    return this.transition(jobId, index, attempt, now, { status: 'succeeded', fileId, finishedAt: now }, { succeededImages: 1 });
+  async completeImage(jobId: string, index: number, attempt: number, stored: StoredImageRef, now: Date): Promise<ImageTransition | null> {
+    const { fileId, contentType, width, height } = stored;
+    return this.transition(jobId, index, attempt, now, { status: 'succeeded', fileId, contentType, width, height, finishedAt: now }, { succeededImages: 1 }, { oldestStoredAt: now });
   }
 
   async failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null> {
@@ -170,6 +171,34 @@ export class MongoJobStore implements JobStore {
     return docs.map(toJobRecord);
   }
 
+  async findRetained(cutoff: Date, limit: number): Promise<JobRecord[]> {
+    const docs = await this.model
+      .find({ $or: [{ oldestStoredAt: { $lte: cutoff } }, { oldestStoredAt: { $exists: false }, retentionSwept: { $ne: true }, completedAt: { $lte: cutoff } }] })
+      .limit(limit)
+      .lean<JobDoc[]>();
+    return docs.map(toJobRecord);
+  }
+
+  async expireImage(jobId: string, index: number, fileId: string, cutoff: Date, now: Date): Promise<boolean> {
+    const at = imagePath(index);
+    const res = await this.raw.updateOne(
+      { _id: jobId, [`${at}.index`]: index, [`${at}.status`]: 'succeeded', [`${at}.fileId`]: fileId, [`${at}.expiredAt`]: null, [`${at}.finishedAt`]: { $lte: cutoff } },
+      { $set: { [`${at}.expiredAt`]: now }, $max: { updatedAt: now } },
+    );
+    return res.modifiedCount === 1;
+  }
+
+  async forgetFile(jobId: string, index: number, fileId: string): Promise<void> {
+    const at = imagePath(index);
+    await this.raw.updateOne({ _id: jobId, [`${at}.fileId`]: fileId, [`${at}.expiredAt`]: { $ne: null } }, { $set: { [`${at}.fileId`]: null } });
+  }
+
+  async setOldestStored(jobId: string, updatedAt: Date, oldest: Date | null): Promise<void> {
+    // Nothing stored: the field goes (a later success's $min sets it again; null would stay the minimum).
+    const update = oldest ? { $set: { oldestStoredAt: oldest } } : { $unset: { oldestStoredAt: '' as const }, $set: { retentionSwept: true } };
+    await this.raw.updateOne({ _id: jobId, updatedAt }, update);
+  }
+
   /** One guarded update of a running image's current attempt; the job and image after it, or null. */
   private async transition(
     jobId: string,
@@ -178,12 +207,15 @@ export class MongoJobStore implements JobStore {
     now: Date,
     fields: Record<string, unknown>,
     counters?: Record<string, number>,
+    lower?: Record<string, Date>,
   ): Promise<ImageTransition | null> {
     const at = imagePath(index);
     const $set: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(fields)) $set[`${at}.${k}`] = v;
-    const $max = { updatedAt: now };
-    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $max, $inc: counters } : { $set, $max }, {
+    const update: Record<string, unknown> = { $set, $max: { updatedAt: now } };
+    if (counters) update.$inc = counters;
+    if (lower) update.$min = lower;
+    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, update, {
       returnDocument: 'after',
       projection: oneImage(index),
     });
@@ -242,6 +274,7 @@ function toImage(i: JobDoc['images'][number]): ImageRecord {
   return {
     ...i,
     fileId: i.fileId ?? null,
+    expiredAt: i.expiredAt ?? null,
     error: i.error ?? null,
     startedAt: i.startedAt ?? null,
     heartbeatAt: i.heartbeatAt ?? null,

@@ -83,6 +83,7 @@ export const ERROR_CATALOG = {
   job_finished: { httpStatus: 409, graphqlCode: 'CONFLICT', message: 'Job already finished (completed or failed): nothing to cancel', retryable: false },
   route_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Route not found', retryable: false },
   image_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Image not found', retryable: false },
+  image_expired: { httpStatus: 410, graphqlCode: 'NOT_FOUND', message: 'Image expired', retryable: false },
   webhook_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Webhook not found', retryable: false },
   document_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Document not found', retryable: false },
   invalid_signature: {
@@ -191,6 +192,12 @@ export const ERROR_CATALOG = {
     httpStatus: 503,
     graphqlCode: 'SERVICE_UNAVAILABLE',
     message: 'Email could not be sent; try again later',
+    retryable: true,
+  },
+  image_store_unavailable: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Image storage temporarily unavailable',
     retryable: true,
   },
   database_unavailable: {

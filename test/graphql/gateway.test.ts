@@ -236,10 +236,13 @@ describe('operations', () => {
     const g = await gql('mutation { generate(prompts: ["a red fox", "a blue owl"]) { jobId totalImages creditsUsed credits } }');
     expect(g.body.data.generate).toMatchObject({ totalImages: 2, creditsUsed: 2, credits: before - 2 });
     const jobId = g.body.data.generate.jobId;
-    const fields = 'jobId status totalImages succeededImages failedImages creditsUsed creditsRefunded createdAt updatedAt completedAt images { index prompt status url error }';
+    const fields =
+      'jobId status totalImages succeededImages failedImages creditsUsed creditsRefunded createdAt updatedAt completedAt ' +
+      'options { size format seed negativePrompt } images { index prompt status url error width height contentType seed expired }';
     const viaGraphql = (await gql(`query($id: ID!) { job(id: $id) { ${fields} } }`, { id: jobId })).body.data.job;
     const viaRest = (await rest('GET', `/api/playground/images/${jobId}`)).body;
-    expect(viaGraphql).toEqual(viaRest);
+    // The same fields; only the format is spelled as GraphQL enums are (PNG for png).
+    expect(viaGraphql).toEqual({ ...viaRest, options: { ...viaRest.options, format: viaRest.options.format.toUpperCase() } });
   });
 
   it('lookup charges one credit and echoes the trimmed keyword', async () => {

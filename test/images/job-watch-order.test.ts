@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { JobChangeFeed, JobRecord } from '../../src/domain/jobs/records.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
-import { toJobView } from '../../src/domain/jobs/view.js';
+import { signedViewing, toJobView } from '../../src/domain/jobs/view.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { isNewer, JobWatcher } from '../../src/domain/jobs/watch.js';
 import type { JobView } from '../../src/domain/jobs/types.js';
 import type { Principal } from '../../src/domain/principal.js';
@@ -16,7 +17,8 @@ import type { Principal } from '../../src/domain/principal.js';
 const principal = { accountId: 'a'.repeat(24), keyId: 'k'.repeat(24) } as Principal;
 const signer = new ImageUrlSigner('s'.repeat(32), 3600);
 const urls = { baseUrl: 'http://127.0.0.1' };
-const view = (r: JobRecord): JobView => toJobView(r, signer, urls.baseUrl);
+const viewing = signedViewing({ signer, baseUrl: urls.baseUrl, offer: BUILTIN_OFFER, retentionMs: 30 * 24 * 3600 * 1000 });
+const view = (r: JobRecord): JobView => toJobView(r, viewing);
 
 /** Every state a job of `n` images passes through, in commit order, with stamps that are not monotonic. */
 function runOfJob(n: number, random: () => number): JobRecord[] {

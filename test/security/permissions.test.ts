@@ -45,6 +45,7 @@ const CASES: Record<OperationName, Case> = {
   generate: { body: { prompts: ['a heron', 'a kite'] }, graphql: () => 'mutation { generate(prompts: ["a heron", "a kite"]) { jobId creditsUsed } }', units: 2 },
   cancelJob: { graphql: (f) => `mutation { cancelJob(id: "${f.jobId}") { id status } }`, refunds: costOf('generate', 1) },
   job: { graphql: (f) => `{ job(id: "${f.jobId}") { id status } }` },
+  imageOptions: { graphql: () => '{ imageOptions { sizes formats seed } }' },
   jobs: { graphql: () => '{ jobs(first: 1) { nodes { id } } }' },
   jobStatus: { graphql: (f) => `subscription { jobStatus(jobId: "${f.jobId}") { id status } }` },
   me: { graphql: () => '{ me { id credits } }' },

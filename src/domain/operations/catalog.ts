@@ -77,6 +77,18 @@ export const OPERATIONS = {
     graphql: { type: 'Query', field: 'job' },
     rest: ['GET /api/playground/images/:jobId'],
   },
+  // What generate takes here: the same permission and scope, so a key that may generate may ask.
+  imageOptions: {
+    permission: 'generate',
+    scope: 'generate',
+    charges: false,
+    credits: 0,
+    per: 'call',
+    rateUnits: 0,
+    service: 'images',
+    graphql: { type: 'Query', field: 'imageOptions' },
+    rest: ['GET /api/playground/images/options'],
+  },
   jobs: {
     permission: 'read',
     scope: 'read',
