@@ -132,7 +132,7 @@ async function main(): Promise<void> {
   const worker = start('worker', 'sh', [...entrypoint, 'worker'], { cwd: scratch, env: { ...env, LOG_LEVEL: 'info' } });
   const [, base] = await gateway.waitFor(/Gateway listening on (http:\/\/\S+) /, 'listening line');
   const [, gatewayMetrics] = await gateway.waitFor(/^Metrics on (\S+)\.$/, 'metrics line');
-  const [, workerMetricsPort] = await worker.waitFor(/"msg":"metrics listening","port":(\d+)/, 'metrics line');
+  const [, workerMetricsPort] = await worker.waitFor(/"port":(\d+),"msg":"metrics listening"/, 'metrics line');
 
   await poll('GET /readyz → 200', async () => ((await fetch(`${base}/readyz`)).status === 200 ? true : undefined));
   step('ready');

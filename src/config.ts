@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { IMAGE_FORMATS } from './domain/jobs/options.js';
 import { DEFAULT_RETRY_SCHEDULE, parseSchedule } from './domain/webhooks/schedule.js';
 
 /**
@@ -13,6 +14,27 @@ const bool = (dflt: boolean) =>
     .transform((v) => (v === undefined ? dflt : v === 'true' || v === '1' || v === 'yes'));
 
 const int = (dflt: number, min = 0, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max).default(dflt);
+
+/** A comma-separated list of `item`s; unset or empty: undefined. */
+const list = <T extends string>(item: z.ZodType<T, string>) =>
+  z
+    .string()
+    .optional()
+    .transform((s) => s?.split(',').map((x) => x.trim()).filter(Boolean))
+    .pipe(z.array(item).min(1).optional());
+
+/** A duration such as `90s`, `5m`, `1h`, `30d` (ms, s, m, h, d), at least `minMs`; read with durationMs. */
+const duration = (dflt: string, minMs: number) =>
+  z
+    .string()
+    .default(dflt)
+    .refine((s) => (durationMs(s) ?? 0) >= minMs, `must be one duration of at least ${minMs / 1000}s, such as 90s, 1h or 30d (units ms, s, m, h, d)`);
+
+/** `30d` → milliseconds; undefined unless it is one duration. */
+export function durationMs(text: string): number | undefined {
+  const ms = parseSchedule(text.trim());
+  return ms?.length === 1 ? ms[0] : undefined;
+}
 
 const TRUST_PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 
@@ -110,8 +132,45 @@ const schema = z
     IMAGE_API_KEY: z.string().optional(),
     IMAGE_MODEL: z.string().default('dall-e-3'),
     IMAGE_SIZE: z.string().regex(/^\d+x\d+$/, 'must be WIDTHxHEIGHT').default('1024x1024'),
+    /** IMAGE_PROVIDER=openai: the sizes its model takes, comma-separated; unset: IMAGE_SIZE only. */
+    IMAGE_SIZES: list(z.string().regex(/^[1-9]\d{0,4}x[1-9]\d{0,4}$/, 'must be WIDTHxHEIGHT sizes, comma-separated')),
+    /** IMAGE_PROVIDER=openai: the formats its model takes as output_format (png, webp, jpeg); unset: png. */
+    IMAGE_FORMATS: list(z.enum(IMAGE_FORMATS, { error: `must be formats among ${IMAGE_FORMATS.join(', ')}, comma-separated` })),
+    /** IMAGE_PROVIDER=openai: the endpoint takes `seed` (OpenAI's own does not). */
+    IMAGE_SEED: bool(false),
+    /** IMAGE_PROVIDER=openai: the endpoint takes `negative_prompt` (OpenAI's own does not). */
+    IMAGE_NEGATIVE_PROMPT: bool(false),
     IMAGE_TIMEOUT_MS: int(60_000, 100),
     IMAGE_RETRIES: int(2, 0, 10),
+
+    /** Where image bytes live: fs (IMAGE_DIR), gridfs (MongoDB) or s3. Unset: fs with the embedded database, gridfs with MONGODB_URI. */
+    IMAGE_STORE: z.enum(['fs', 'gridfs', 's3']).optional(),
+    /** IMAGE_STORE=fs: the directory (shared by every gateway and worker); unset: DATA_DIR/images. */
+    IMAGE_DIR: z.string().min(1).optional(),
+    /** IMAGE_STORE=s3: the bucket (it must exist). */
+    S3_BUCKET: z.string().min(1).optional(),
+    S3_REGION: z.string().min(1).default('us-east-1'),
+    /** An S3-compatible store's address (MinIO, R2, …); unset: AWS. */
+    S3_ENDPOINT: url.optional(),
+    /** Bucket in the path (`endpoint/bucket/key`) rather than the host name: what most S3-compatible stores need. */
+    S3_FORCE_PATH_STYLE: bool(false),
+    /** Credentials for the bucket; unset: the AWS SDK's own chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profiles, roles). */
+    S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    /** Key prefix of the images in the bucket. */
+    S3_PREFIX: z.string().default('images/'),
+    /**
+     * The SDK's request checksums and response validation: when_supported (the SDK's default, for AWS) or
+     * when_required (for S3-compatible stores that keep aws-chunked uploads verbatim). Unset: when_required
+     * with S3_ENDPOINT, when_supported without.
+     */
+    S3_CHECKSUMS: z.enum(['when_supported', 'when_required']).optional(),
+    /** proxy: image URLs are the gateway's signed URLs; presigned (IMAGE_STORE=s3): the store's presigned GET URLs. */
+    IMAGE_URL_MODE: z.enum(['proxy', 'presigned']).default('proxy'),
+    /** How long image bytes are kept after they are made: a duration (90s, 1h, 30d). */
+    IMAGE_RETENTION: duration('30d', 1000),
+    /** How often the workers delete expired images. */
+    IMAGE_SWEEP_INTERVAL: duration('1m', 1000),
 
     IN_PROCESS_WORKER: bool(true),
     WORKER_CONCURRENCY: int(16, 1, 1000),
@@ -200,6 +259,15 @@ const schema = z
     if (c.IMAGE_PROVIDER === 'openai' && !c.IMAGE_API_URL) {
       ctx.addIssue({ code: 'custom', path: ['IMAGE_API_URL'], message: 'is required when IMAGE_PROVIDER=openai' });
     }
+    if (c.IMAGE_STORE === 's3' && !c.S3_BUCKET) {
+      ctx.addIssue({ code: 'custom', path: ['S3_BUCKET'], message: 'is required when IMAGE_STORE=s3' });
+    }
+    if (Boolean(c.S3_ACCESS_KEY_ID) !== Boolean(c.S3_SECRET_ACCESS_KEY)) {
+      ctx.addIssue({ code: 'custom', path: ['S3_SECRET_ACCESS_KEY'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together, or neither' });
+    }
+    if (c.IMAGE_URL_MODE === 'presigned' && c.IMAGE_STORE !== 's3') {
+      ctx.addIssue({ code: 'custom', path: ['IMAGE_URL_MODE'], message: 'presigned needs IMAGE_STORE=s3 (only an object store can presign its URLs)' });
+    }
     if (c.METRICS_PORT !== undefined && c.METRICS_PORT !== 0 && c.METRICS_PORT === c.PORT) {
       ctx.addIssue({ code: 'custom', path: ['METRICS_PORT'], message: 'must differ from PORT (metrics are never served on the API port)' });
     }
@@ -252,6 +320,16 @@ export function checkGatewayConfig(config: Config): void {
     );
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+}
+
+/** IMAGE_RETENTION and IMAGE_SWEEP_INTERVAL in milliseconds (validated when the config was loaded). */
+export function imageRetention(config: Pick<Config, 'IMAGE_RETENTION' | 'IMAGE_SWEEP_INTERVAL'>): { retentionMs: number; sweepMs: number } {
+  return { retentionMs: durationMs(config.IMAGE_RETENTION)!, sweepMs: durationMs(config.IMAGE_SWEEP_INTERVAL)! };
+}
+
+/** IMAGE_STORE, or its default: fs with the embedded database, gridfs with MONGODB_URI (as before). */
+export function imageStoreKind(config: Pick<Config, 'IMAGE_STORE' | 'MONGODB_URI'>): 'fs' | 'gridfs' | 's3' {
+  return config.IMAGE_STORE ?? (config.MONGODB_URI ? 'gridfs' : 'fs');
 }
 
 /** `100:500,1000:4000` → packs in the order given; null when malformed (or a pack size repeats). */

@@ -31,7 +31,10 @@ async function main(): Promise<void> {
     // The database name goes into the URI printed below, so other processes open the same database.
     uri = `${embedded.uri.replace(/\/?$/, '/')}gateway`;
     say(`MONGODB_URI is not set: started the embedded database at ${uri} (files in ${dbPath}).`);
-    say(`Other processes can share it, e.g.: MONGODB_URI=${uri} npm run worker`);
+    // A worker given MONGODB_URI would default to GridFS: name the store this gateway writes to.
+    const store = config.IMAGE_STORE ?? 'fs';
+    const dir = store === 'fs' ? ` IMAGE_DIR=${path.resolve(config.IMAGE_DIR ?? path.join(config.DATA_DIR, 'images'))}` : '';
+    say(`Other processes can share it, e.g.: MONGODB_URI=${uri} IMAGE_STORE=${store}${dir} npm run worker`);
   }
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });

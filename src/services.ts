@@ -11,11 +11,13 @@
  */
 import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
-import type { Config } from './config.js';
+import { imageRetention, type Config } from './config.js';
 import { MongoAccountStore } from './data/accounts.js';
 import { MongoAuditStore } from './data/audit.js';
 import { databaseHealth, type HealthCheck } from './data/connection.js';
 import { MongoSessionStore, MongoThrottleStore, MongoUserStore } from './data/console.js';
+import { MongoTrustedDocumentStore } from './data/trusted-documents.js';
+import { TrustedDocuments } from './domain/trusted-documents/service.js';
 import { MongoClientTokenStore } from './data/client-tokens.js';
 import { MongoDefinitionCacheStore } from './data/definition-cache.js';
 import { MongoKeyChangeFeed } from './data/key-changes.js';
@@ -123,6 +125,8 @@ export interface Services {
   readonly console: ConsoleServices;
   /** Client tokens for browser apps: minted by an API key, checked by the /graphql edge. */
   readonly clientTokens: ClientTokens;
+  /** The operations an account registered for its `trustedDocumentsOnly` client tokens. */
+  readonly trustedDocuments: TrustedDocuments;
   /** `definitions` and `jobs` as the API doors call them: a client token's credit budget applies. */
   readonly budgeted: { readonly definitions: DefinitionService; readonly jobs: ImageJobService };
   /** Idempotency keys of the charging operations (REST Idempotency-Key, GraphQL idempotencyKey). */
@@ -188,8 +192,9 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const linkStore = new MongoLinkTokenStore(connection);
   const emailThrottleStore = new MongoEmailThrottleStore(connection);
   const signupClaimStore = new MongoSignupClaimStore(connection);
+  const documentStore = new MongoTrustedDocumentStore(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore, signupClaimStore].map(
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore, signupClaimStore, documentStore].map(
       (store) => store.init(),
     ),
   );
@@ -245,6 +250,9 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     queue,
     signer,
     limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
+    offer: imageJobs.provider.offer,
+    retentionMs: imageRetention(config).retentionMs,
+    presigned: imageJobs.presigned,
     publicBaseUrl: config.PUBLIC_BASE_URL,
     onBackgroundError: (err) => queue.errors.report(err, 'enqueue'),
   });
@@ -287,7 +295,18 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     }),
   };
 
-  const clientTokens = new ClientTokens({ store: tokenStore, audit: auditStore, liveKey: (keyId) => keys.verifier.liveKey(keyId) });
+  const clientTokens = new ClientTokens({
+    store: tokenStore,
+    audit: auditStore,
+    liveKey: (keyId) => keys.verifier.liveKey(keyId),
+    // A console token's member: still in the account, and the session it was minted in still alive.
+    liveMember: async (accountId, userId, sessionId) => {
+      const [member, session] = await Promise.all([teamStore.member(accountId, userId), sessionId ? sessionStore.find(sessionId) : null]);
+      if (!member) return null;
+      if (sessionId && (!session || session.userId !== userId || session.expiresAt.getTime() <= Date.now())) return null;
+      return member.role;
+    },
+  });
   const budgeted = withTokenBudgets({ definitions, jobs }, tokenStore, {
     maxKeywordLength: config.MAX_KEYWORD_LENGTH,
     maxPrompts: config.MAX_PROMPTS,
@@ -298,6 +317,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     config,
     connection,
     clientTokens,
+    trustedDocuments: new TrustedDocuments({ store: documentStore }),
     budgeted,
     credits,
     balances: credits,
@@ -311,7 +331,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     usage,
     keyFeedState: () => keyFeed.state,
     jobs,
-    imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer }),
+    imageFiles: new ImageFiles({ jobs: imageJobs.store, images: imageJobs.images, signer, retentionMs: imageRetention(config).retentionMs }),
     imageJobs,
     jobEvents,
     jobWatch: new JobWatcher({ jobs, changes: jobEvents }),

@@ -1,11 +1,12 @@
 import type { Job } from 'agenda';
-import type { Config } from '../src/config.js';
+import { imageRetention, type Config } from '../src/config.js';
 import type { ImageRunner } from '../src/domain/jobs/runner.js';
 import type { JobSweeper } from '../src/domain/jobs/sweep.js';
+import type { ImageRetention } from '../src/domain/jobs/retention.js';
 import type { KeySweeper } from '../src/domain/keys/sweep.js';
 import { UnreachableCaseError } from '../src/domain/errors.js';
 import { inSpan } from '../src/tracing/context.js';
-import { GENERATE_IMAGE, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
+import { GENERATE_IMAGE, SWEEP_IMAGES, SWEEP_JOBS, generateImagePayload, type ImageQueue } from '../src/queue/image-queue.js';
 import { defineWebhookHandlers, scheduleWebhookSweep, type WebhookHandlerDeps } from './webhook-worker.js';
 import { defineBillingHandlers, scheduleBillingSweep } from './billing-worker.js';
 import type { BillingWork } from './services.js';
@@ -19,6 +20,9 @@ export interface ImageWorkerOptions {
   concurrency: number;
   lockLifetimeMs: number;
   sweepIntervalMs: number;
+  /** Deletes expired images every `retentionSweepMs` (IMAGE_SWEEP_INTERVAL). */
+  retention?: Pick<ImageRetention, 'sweep'>;
+  retentionSweepMs?: number;
   log: Logger;
   /** Also run automatic recharges and the billing sweep (their entries share the queue). */
   billing?: Pick<BillingWork, 'autoRecharge' | 'fulfilment'>;
@@ -32,6 +36,7 @@ export interface ImageWorkKit {
   runner: ImageRunner;
   sweeper: JobSweeper;
   keys?: Pick<KeySweeper, 'sweep'>;
+  retention?: Pick<ImageRetention, 'sweep'>;
   webhooks: WebhookHandlerDeps;
 }
 
@@ -71,6 +76,8 @@ export function startConfiguredImageWorker(
     concurrency: config.WORKER_CONCURRENCY,
     lockLifetimeMs: config.JOB_LOCK_LIFETIME_MS,
     sweepIntervalMs: config.JOB_SWEEP_INTERVAL_MS,
+    retention: imageJobs.retention,
+    retentionSweepMs: imageRetention(config).sweepMs,
     log,
     webhooks: imageJobs.webhooks,
   });
@@ -143,6 +150,18 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
     { concurrency: 1, lockLifetime: Math.max(opts.lockLifetimeMs, 60_000) },
   );
 
+  const retention = opts.retention;
+  if (retention) {
+    agenda.define(
+      SWEEP_IMAGES,
+      async () => {
+        const report = await retention.sweep();
+        if (report.deleted > 0) log.info({ report }, 'image retention deleted expired images');
+      },
+      { concurrency: 1, lockLifetime: Math.max(opts.lockLifetimeMs, 60_000) },
+    );
+  }
+
   if (opts.billing) defineBillingHandlers(agenda, opts.billing, log);
   if (opts.webhooks) defineWebhookHandlers(agenda, opts.webhooks, { concurrency: opts.concurrency, log });
 
@@ -152,6 +171,7 @@ export async function startImageWorker(opts: ImageWorkerOptions): Promise<Runnin
   await agenda.start();
   // One recurring entry shared by all workers (Agenda keeps a single document per `every` name).
   await agenda.every(opts.sweepIntervalMs, SWEEP_JOBS, undefined, { skipImmediate: true });
+  if (retention) await agenda.every(opts.retentionSweepMs ?? 60_000, SWEEP_IMAGES, undefined, { skipImmediate: true });
   if (opts.webhooks) await scheduleWebhookSweep(agenda, opts.sweepIntervalMs);
   if (opts.billing) await scheduleBillingSweep(agenda, opts.sweepIntervalMs);
   log.info({ crossProcessNotifications: channel.crossProcess, concurrency: opts.concurrency }, 'image worker started');

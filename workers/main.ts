@@ -6,6 +6,7 @@
  * max(JOB_LOCK_LIFETIME_MS, 30 s) for the drain plus 5 s per closing step, and prompt when the
  * database is down (running images could not store their results; another worker retries them).
  */
+import { createRequire } from 'node:module';
 import type { Connection } from 'mongoose';
 import { loadConfig, ConfigError, type Config } from '../src/config.js';
 import { connectDatabase, databaseHealth, isDatabaseUnavailableError } from '../src/data/connection.js';
@@ -13,22 +14,18 @@ import type { Logger } from '../src/domain/logger.js';
 import { PrometheusMetrics } from '../src/metrics/prometheus.js';
 import { startMetricsServer, type MetricsServer } from '../src/metrics/server.js';
 import { describeError } from '../src/queue/queue-errors.js';
-import { activeTraceId, flushTraces } from '../src/tracing/context.js';
+import { flushTraces } from '../src/tracing/context.js';
 import { startConfiguredImageWorker, type RunningWorker } from './image-worker.js';
 import { buildWorkerServices, type WorkerServices } from './services.js';
 
-function jsonLogger(level: string): Logger {
-  const quiet = level === 'silent' || level === 'fatal' || level === 'error';
-  const write = (lvl: string) => (obj: object, msg?: string) => {
-    // While tracing is on, a line written inside a span names its trace.
-    const traceId = activeTraceId();
-    process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), level: lvl, pid: process.pid, msg, ...(traceId ? { trace_id: traceId } : {}), ...obj })}\n`);
-  };
-  return {
-    info: quiet || level === 'warn' ? () => {} : write('info'),
-    warn: level === 'silent' || level === 'fatal' || level === 'error' ? () => {} : write('warn'),
-    error: level === 'silent' ? () => {} : write('error'),
-  };
+/**
+ * pino, as the gateway's Fastify logs: numeric level, epoch-ms time, pid and hostname. Required, not
+ * imported, as Fastify requires it: so the tracing's pino instrumentation patches it, and a line
+ * written inside a span carries its `trace_id` and `span_id` as the gateway's do.
+ */
+function jsonLogger(level: Config['LOG_LEVEL']): Logger {
+  const { pino } = createRequire(import.meta.url)('pino') as typeof import('pino');
+  return pino({ level });
 }
 
 /** Each closing step gets this long; a database that is down must not hold the process. */

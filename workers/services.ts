@@ -13,7 +13,7 @@
  */
 import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
-import { creditPacks, webhookRetrySchedule, type Config } from '../src/config.js';
+import { creditPacks, imageRetention, webhookRetrySchedule, type Config } from '../src/config.js';
 import { MongoAccountStore } from '../src/data/accounts.js';
 import { MongoAuditStore } from '../src/data/audit.js';
 import { MongoJobEventOutbox } from '../src/data/job-outbox.js';
@@ -30,7 +30,7 @@ import { JobSweeper } from '../src/domain/jobs/sweep.js';
 import { KeySweeper } from '../src/domain/keys/sweep.js';
 import { MongoKeyCreditStore } from '../src/data/key-credits.js';
 import { MongoKeyStore } from '../src/data/keys.js';
-import { toJobView } from '../src/domain/jobs/view.js';
+import { signedViewing, toJobView } from '../src/domain/jobs/view.js';
 import { silentLogger, type Logger } from '../src/domain/logger.js';
 import type { DomainMetrics } from '../src/domain/metrics.js';
 import { WEBHOOK_TIMEOUT_MS, WebhookDeliverer } from '../src/domain/webhooks/deliverer.js';
@@ -42,7 +42,9 @@ import { createImageProvider, type ImageProvider } from '../src/providers/images
 import { httpTransport, systemResolver } from '../src/providers/webhooks/http-transport.js';
 import { ImageQueue } from '../src/queue/image-queue.js';
 import { WebhookQueue } from '../src/queue/webhook-queue.js';
-import { GridFsImageStore } from '../src/storage/gridfs.js';
+import { openImageStore } from '../src/storage/index.js';
+import { ImageRetention } from '../src/domain/jobs/retention.js';
+import type { PresignedUrls } from '../src/domain/jobs/view.js';
 import { MongoBillingAccountStore } from '../src/data/billing-accounts.js';
 import { MongoPurchaseStore } from '../src/data/purchases.js';
 import type { AuditStore } from '../src/domain/audit/types.js';
@@ -77,7 +79,11 @@ export interface ImageWork {
   readonly store: MongoJobStore;
   readonly signer: ImageUrlSigner;
   readonly images: ImageStore;
+  /** IMAGE_URL_MODE=presigned: the store's presigned URLs for the views. */
+  readonly presigned?: PresignedUrls;
   readonly provider: ImageProvider;
+  /** Deletes images older than IMAGE_RETENTION (run by the workers). */
+  readonly retention: ImageRetention;
   /** The one settlement for the three doors into a job's end (cancel, runs, sweep). */
   readonly settlement: JobSettlement;
   readonly runner: ImageRunner;
@@ -204,13 +210,15 @@ export async function openWebhookWork(
   await Promise.all([endpoints.init(), deliveries.init(), outbox.init(), lowCredits.init()]);
   const queue = await WebhookQueue.open(deps.queue.agenda, connection.db);
   const resolve = deps.resolve ?? systemResolver;
+  // Only jobs from before options need it (what they were drawn with): the configured provider's.
+  const offer = createImageProvider(config).offer;
   const publisher = new WebhookPublisher({
     endpoints,
     deliveries,
     queue,
     outbox,
     lowCredits,
-    jobView: (job, baseUrl) => toJobView(job, deps.signer, baseUrl),
+    jobView: (job, baseUrl) => toJobView(job, signedViewing({ signer: deps.signer, baseUrl, offer, retentionMs: imageRetention(config).retentionMs })),
     publicBaseUrl: config.PUBLIC_BASE_URL?.replace(/\/+$/, ''),
   });
   return {
@@ -334,7 +342,7 @@ export async function openImageWork(
   if (!connection.db) throw new Error('openImageWork needs a connected database');
   const store = new MongoJobStore(connection);
   await store.init();
-  const images = new GridFsImageStore(connection.db);
+  const { store: images, presigned } = openImageStore(config, connection.db);
   const provider = deps.provider ?? createImageProvider(config);
   const settlement = new JobSettlement({
     jobs: store,
@@ -371,5 +379,6 @@ export async function openImageWork(
         publish: (accountId, key) => webhooks.publisher.publishKeyExpiring(accountId, key),
       })
     : undefined;
-  return { queue, store, signer: deps.signer, images, provider, settlement, runner, sweeper, keys, webhooks };
+  const retention = new ImageRetention({ jobs: store, images, retentionMs: imageRetention(config).retentionMs });
+  return { queue, store, signer: deps.signer, images, presigned, provider, retention, settlement, runner, sweeper, keys, webhooks };
 }

@@ -63,7 +63,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
   const csp = consoleCsp(config);
 
   await app.register(
-    async (scope) => {
+    async function consoleScope(scope) {
       // Forms post urlencoded bodies; only here, so the APIs keep refusing them with 415.
       await scope.register(formbody, { bodyLimit: 64 * 1024 });
       scope.addHook('onSend', securityHeaders(csp));
@@ -90,7 +90,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(billingRoutes, { billing: s.billing, baseUrlOf, csp: billingCsp(config), host });
       await scope.register(teamRoutes, { team: s.team, invitations: s.invitations, sessions: s.sessions, host, baseUrlOf });
       await scope.register(invitationRoutes, { invitations: s.invitations, sessions: s.sessions, host });
-      await scope.register(explorerRoutes, { tokens: s.clientTokens, host, imageOrigin: imageOriginSource(config) });
+      await scope.register(explorerRoutes, { tokens: s.clientTokens, imageOrigin: imageOriginSource(config) });
     },
     { prefix: '/console' },
   );

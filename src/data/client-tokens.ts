@@ -22,6 +22,10 @@ interface ClientTokenDoc {
   origins: string[];
   scopes: ClientScope[];
   maxCredits: number | null;
+  /** Absent on tokens from before trusted documents: false. */
+  trustedDocumentsOnly?: boolean;
+  /** Absent on tokens of a key and older console tokens. */
+  sessionId?: string | null;
   /** Credits reserved by requests so far (see ClientTokenStore.reserve). */
   spent: number;
   createdAt: Date;
@@ -37,6 +41,8 @@ const schema = new Schema<ClientTokenDoc>(
     origins: { type: [String], required: true },
     scopes: { type: [String], required: true },
     maxCredits: { type: Number, default: null },
+    trustedDocumentsOnly: { type: Boolean },
+    sessionId: { type: String, default: null },
     spent: { type: Number, required: true },
     createdAt: { type: Date, required: true },
     expiresAt: { type: Date, required: true },
@@ -113,6 +119,8 @@ function toRecord(doc: Omit<ClientTokenDoc, 'spent'>): ClientTokenRecord {
     origins: doc.origins,
     scopes: doc.scopes,
     maxCredits: doc.maxCredits ?? null,
+    trustedDocumentsOnly: doc.trustedDocumentsOnly === true,
+    sessionId: doc.sessionId ?? null,
     createdAt: doc.createdAt,
     expiresAt: doc.expiresAt,
   };

@@ -1,6 +1,6 @@
 import type { Collection } from 'mongodb';
 import type { Connection, Model } from 'mongoose';
-import type { ImageRecord, ImageTransition, JobRecord, JobStore } from '../domain/jobs/records.js';
+import type { ImageRecord, ImageTransition, JobRecord, JobStore, StoredImageRef } from '../domain/jobs/records.js';
 import type { FinalJobStatus } from '../domain/jobs/types.js';
 import { jobModel, type JobDoc } from './models/job.js';
 
@@ -32,7 +32,7 @@ export class MongoJobStore implements JobStore {
   }
 
   async markCharged(jobId: string, now: Date): Promise<boolean> {
-    const res = await this.model.updateOne({ _id: jobId, charged: false, withdrawing: { $ne: true } }, { $set: { charged: true, updatedAt: now } });
+    const res = await this.model.updateOne({ _id: jobId, charged: false, withdrawing: { $ne: true } }, { $set: { charged: true }, $max: { updatedAt: now } });
     return res.modifiedCount === 1;
   }
 
@@ -84,8 +84,8 @@ export class MongoJobStore implements JobStore {
           [`${at}.error`]: null,
           // The job has a non-final image, so it is queued or running: this is queued → running.
           status: 'running',
-          updatedAt: now,
         },
+        $max: { updatedAt: now },
       },
       { returnDocument: 'after', projection: oneImage(index) },
     );
@@ -97,8 +97,9 @@ export class MongoJobStore implements JobStore {
     return res.matchedCount === 1;
   }
 
-  async completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<ImageTransition | null> {
-    return this.transition(jobId, index, attempt, now, { status: 'succeeded', fileId, finishedAt: now }, { succeededImages: 1 });
+  async completeImage(jobId: string, index: number, attempt: number, stored: StoredImageRef, now: Date): Promise<ImageTransition | null> {
+    const { fileId, contentType, width, height } = stored;
+    return this.transition(jobId, index, attempt, now, { status: 'succeeded', fileId, contentType, width, height, finishedAt: now }, { succeededImages: 1 }, { oldestStoredAt: now });
   }
 
   async failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null> {
@@ -113,7 +114,7 @@ export class MongoJobStore implements JobStore {
     const at = imagePath(index);
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, [`${at}.refund`]: 'pending' },
-      { $set: { [`${at}.refund`]: 'done', updatedAt: now }, $inc: { creditsRefunded: 1 } },
+      { $set: { [`${at}.refund`]: 'done' }, $max: { updatedAt: now }, $inc: { creditsRefunded: 1 } },
       { returnDocument: 'after', projection: oneImage(index) },
     );
     return doc ? toTransition(doc) : null;
@@ -122,7 +123,7 @@ export class MongoJobStore implements JobStore {
   async finalize(jobId: string, status: FinalJobStatus, now: Date): Promise<JobRecord | null> {
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, status: { $in: NON_FINAL }, cancelRequestedAt: status === 'canceled' ? { $ne: null } : null },
-      { $set: { status, completedAt: now, updatedAt: now } },
+      { $set: { status, completedAt: now }, $max: { updatedAt: now } },
       { returnDocument: 'after' },
     );
     return doc ? toJobRecord(doc) : null;
@@ -132,7 +133,7 @@ export class MongoJobStore implements JobStore {
     const owned = { _id: jobId, accountId, charged: true };
     const doc = await this.raw.findOneAndUpdate(
       { ...owned, status: { $in: NON_FINAL }, cancelRequestedAt: null },
-      { $set: { cancelRequestedAt: now, updatedAt: now } },
+      { $set: { cancelRequestedAt: now }, $max: { updatedAt: now } },
       { returnDocument: 'after' },
     );
     // Already final, or already asked: the job as it is.
@@ -147,7 +148,8 @@ export class MongoJobStore implements JobStore {
     const doc = await this.raw.findOneAndUpdate(
       { _id: jobId, cancelRequestedAt: { $ne: null }, [`${at}.index`]: index, $or: states },
       {
-        $set: { [`${at}.status`]: 'canceled', [`${at}.refund`]: 'pending', [`${at}.finishedAt`]: now, updatedAt: now },
+        $set: { [`${at}.status`]: 'canceled', [`${at}.refund`]: 'pending', [`${at}.finishedAt`]: now },
+        $max: { updatedAt: now },
         $inc: { canceledImages: 1 },
       },
       { returnDocument: 'after', projection: oneImage(index) },
@@ -169,6 +171,34 @@ export class MongoJobStore implements JobStore {
     return docs.map(toJobRecord);
   }
 
+  async findRetained(cutoff: Date, limit: number): Promise<JobRecord[]> {
+    const docs = await this.model
+      .find({ $or: [{ oldestStoredAt: { $lte: cutoff } }, { oldestStoredAt: { $exists: false }, retentionSwept: { $ne: true }, completedAt: { $lte: cutoff } }] })
+      .limit(limit)
+      .lean<JobDoc[]>();
+    return docs.map(toJobRecord);
+  }
+
+  async expireImage(jobId: string, index: number, fileId: string, cutoff: Date, now: Date): Promise<boolean> {
+    const at = imagePath(index);
+    const res = await this.raw.updateOne(
+      { _id: jobId, [`${at}.index`]: index, [`${at}.status`]: 'succeeded', [`${at}.fileId`]: fileId, [`${at}.expiredAt`]: null, [`${at}.finishedAt`]: { $lte: cutoff } },
+      { $set: { [`${at}.expiredAt`]: now }, $max: { updatedAt: now } },
+    );
+    return res.modifiedCount === 1;
+  }
+
+  async forgetFile(jobId: string, index: number, fileId: string): Promise<void> {
+    const at = imagePath(index);
+    await this.raw.updateOne({ _id: jobId, [`${at}.fileId`]: fileId, [`${at}.expiredAt`]: { $ne: null } }, { $set: { [`${at}.fileId`]: null } });
+  }
+
+  async setOldestStored(jobId: string, updatedAt: Date, oldest: Date | null): Promise<void> {
+    // Nothing stored: the field goes (a later success's $min sets it again; null would stay the minimum).
+    const update = oldest ? { $set: { oldestStoredAt: oldest } } : { $unset: { oldestStoredAt: '' as const }, $set: { retentionSwept: true } };
+    await this.raw.updateOne({ _id: jobId, updatedAt }, update);
+  }
+
   /** One guarded update of a running image's current attempt; the job and image after it, or null. */
   private async transition(
     jobId: string,
@@ -177,11 +207,15 @@ export class MongoJobStore implements JobStore {
     now: Date,
     fields: Record<string, unknown>,
     counters?: Record<string, number>,
+    lower?: Record<string, Date>,
   ): Promise<ImageTransition | null> {
     const at = imagePath(index);
-    const $set: Record<string, unknown> = { updatedAt: now };
+    const $set: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(fields)) $set[`${at}.${k}`] = v;
-    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, counters ? { $set, $inc: counters } : { $set }, {
+    const update: Record<string, unknown> = { $set, $max: { updatedAt: now } };
+    if (counters) update.$inc = counters;
+    if (lower) update.$min = lower;
+    const doc = await this.raw.findOneAndUpdate({ _id: jobId, ...runningGuard(index, attempt) }, update, {
       returnDocument: 'after',
       projection: oneImage(index),
     });
@@ -240,6 +274,7 @@ function toImage(i: JobDoc['images'][number]): ImageRecord {
   return {
     ...i,
     fileId: i.fileId ?? null,
+    expiredAt: i.expiredAt ?? null,
     error: i.error ?? null,
     startedAt: i.startedAt ?? null,
     heartbeatAt: i.heartbeatAt ?? null,

@@ -43,6 +43,7 @@ export const ERROR_CATALOG = {
   invalid_client_token: { httpStatus: 401, graphqlCode: 'UNAUTHENTICATED', message: 'Invalid client token', retryable: false },
   origin_not_allowed: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Origin not allowed for this token', retryable: false },
   scope_not_allowed: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: "Client token's scopes do not allow this operation", retryable: false },
+  document_not_trusted: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'Only registered operations may run with this token', retryable: false },
   key_permission: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'This API key does not have permission for this operation', retryable: false },
   api_key_required: { httpStatus: 403, graphqlCode: 'FORBIDDEN', message: 'This operation needs an API key (client tokens cannot do it)', retryable: false },
   api_key_in_browser: {
@@ -82,7 +83,9 @@ export const ERROR_CATALOG = {
   job_finished: { httpStatus: 409, graphqlCode: 'CONFLICT', message: 'Job already finished (completed or failed): nothing to cancel', retryable: false },
   route_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Route not found', retryable: false },
   image_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Image not found', retryable: false },
+  image_expired: { httpStatus: 410, graphqlCode: 'NOT_FOUND', message: 'Image expired', retryable: false },
   webhook_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Webhook not found', retryable: false },
+  document_not_found: { httpStatus: 404, graphqlCode: 'NOT_FOUND', message: 'Document not found', retryable: false },
   invalid_signature: {
     httpStatus: 403,
     graphqlCode: 'FORBIDDEN',
@@ -189,6 +192,12 @@ export const ERROR_CATALOG = {
     httpStatus: 503,
     graphqlCode: 'SERVICE_UNAVAILABLE',
     message: 'Email could not be sent; try again later',
+    retryable: true,
+  },
+  image_store_unavailable: {
+    httpStatus: 503,
+    graphqlCode: 'SERVICE_UNAVAILABLE',
+    message: 'Image storage temporarily unavailable',
     retryable: true,
   },
   database_unavailable: {

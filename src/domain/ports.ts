@@ -4,6 +4,7 @@ import type { RateLimitOutcome } from './keys/rate-limit.js';
 import type { RevocationReason } from './keys/revocations.js';
 import type { JobCreated, JobView } from './jobs/types.js';
 import type { JobRecord } from './jobs/records.js';
+import type { ImageOffer } from './jobs/options.js';
 
 /**
  * What the doors (REST routes, GraphQL resolvers, workers) may call. The gateway core implements the
@@ -75,11 +76,13 @@ export interface JobPage {
 
 export interface ImageJobService {
   /**
-   * Validates `prompts`, charges one credit per prompt atomically, stores the job, queues the work.
+   * Validates `prompts` and `options` (size, format, seed, negativePrompt), charges one credit per prompt atomically, stores the job, queues the work.
    * `attempt`: the Idempotency-Key attempt it runs under (Idempotency.run hands it to the work), so a
    * retry adopts the job an earlier attempt left instead of charging again.
    */
-  create(principal: Principal, prompts: unknown, attempt?: IdempotentAttempt | null): Promise<JobCreated>;
+  create(principal: Principal, prompts: unknown, attempt?: IdempotentAttempt | null, options?: unknown): Promise<JobCreated>;
+  /** What this deployment offers (sizes, formats, seed, negative prompt): the options `create` takes. */
+  imageOptions(): ImageOffer;
   /** The caller's job. Unknown, malformed or another account's id: AppError job_not_found. */
   get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView>;
   /**

@@ -43,6 +43,8 @@ export interface ClientTokenGrant {
   readonly origins: readonly string[];
   readonly scopes: readonly ClientScope[];
   readonly maxCredits: number | null;
+  /** Only documents registered for the account may run (CONTRACT "Trusted documents"). */
+  readonly trustedDocumentsOnly: boolean;
   readonly expiresAt: Date;
 }
 

@@ -61,7 +61,7 @@ export function registerEdgeAuth(app: FastifyInstance, deps: EdgeAuthDeps): void
   });
   app.decorateRequest('principal', null);
   app.decorateRequest('consoleCaller', null);
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', async function authenticate(request, reply) {
     reply.header('x-request-id', request.id);
     // Read once: each read of routeOptions builds a new object.
     const config = request.routeOptions.config;

@@ -43,10 +43,10 @@ export function createClientErrorEdge(): ClientErrorEdge {
       refuseConnection(socket, appError, this.log, { requestId: current?.id, detail: err.code ?? err.message });
     },
     register(app) {
-      app.addHook('onRequest', async (request, reply) => {
+      app.addHook('onRequest', async function trackInFlight(request, reply) {
         inFlight.set(request.raw.socket, { id: String(request.id), res: reply.raw });
       });
-      app.addHook('onResponse', async (request) => {
+      app.addHook('onResponse', async function forgetInFlight(request) {
         if (inFlight.get(request.raw.socket)?.id === String(request.id)) inFlight.delete(request.raw.socket);
       });
     },

@@ -22,7 +22,7 @@ export const CORS_MAX_AGE_SECONDS = 7200;
 
 /** Register early (before authentication), so that every refusal of a CORS route carries the headers. */
 export function registerCors(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', async function corsHeaders(request, reply) {
     if (!request.routeOptions.config?.cors || request.method === 'OPTIONS') return;
     reply.header('vary', 'Origin');
     const origin = request.headers.origin;

@@ -21,7 +21,7 @@ export function databaseUnavailable(): AppError {
 }
 
 export function registerDatabaseGate(app: FastifyInstance, health: Pick<HealthCheck, 'knownDown'>): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async function databaseGate(request) {
     if (!request.routeOptions.config?.withoutDatabase && health.knownDown()) throw databaseUnavailable();
   });
 }

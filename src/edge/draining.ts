@@ -15,13 +15,13 @@ const SHUTDOWN_RETRY_AFTER_SECONDS = 1;
 /** Register first: its preClose and onRequest hooks must run before any other. */
 export function registerDraining(app: FastifyInstance): void {
   let draining = false;
-  app.addHook('preClose', async () => {
+  app.addHook('preClose', async function startDraining() {
     draining = true;
   });
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', async function refuseWhileDraining() {
     if (draining) throw new AppError('shutting_down', { retryAfter: SHUTDOWN_RETRY_AFTER_SECONDS });
   });
-  app.addHook('onSend', async (request, reply, payload) => {
+  app.addHook('onSend', async function closeWhileDraining(request, reply, payload) {
     if (draining && request.raw.httpVersionMajor === 1) reply.header('connection', 'close');
     return payload;
   });

@@ -39,7 +39,7 @@ export function hostRefusal(request: { headers: { host?: string }; httpVersionMa
 }
 
 export function registerHostCheck(app: FastifyInstance, allowed: HostPolicy): void {
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async function checkHost(request) {
     const refusal = hostRefusal(request.raw, allowed);
     if (refusal && !(refusal.code === 'host_not_allowed' && request.routeOptions.config?.anyHost)) throw refusal;
   });

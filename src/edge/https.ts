@@ -25,7 +25,7 @@ export function registerHttps(app: FastifyInstance, publicBaseUrl: string | unde
     },
   });
   // Registered before every other hook, so refusals (421, 503, 401, …) carry it too.
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', async function strictTransportSecurity(request, reply) {
     if (request.servedOverHttps) reply.header('strict-transport-security', HSTS);
   });
 }

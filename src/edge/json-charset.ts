@@ -15,7 +15,7 @@ function charsetsOf(contentType: string): string[] {
 }
 
 export function registerJsonCharsetCheck(app: FastifyInstance): void {
-  app.addHook('preParsing', async (request) => {
+  app.addHook('preParsing', async function checkJsonCharset(request) {
     const contentType = request.headers['content-type'];
     // No parameters, no charset (what nearly every client sends): the regular expressions are skipped.
     if (typeof contentType !== 'string' || !contentType.includes(';') || !/^\s*application\/json\s*(;|$)/i.test(contentType)) return;

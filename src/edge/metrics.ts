@@ -20,7 +20,7 @@ export const UNMATCHED_ROUTE = 'unmatched';
  * Fastify's not-found handler has no template: all such requests share UNMATCHED_ROUTE.
  */
 export function registerHttpMetrics(app: FastifyInstance, metrics: TransportMetrics): void {
-  app.addHook('onResponse', (request, reply, done) => {
+  app.addHook('onResponse', function countResponse(request, reply, done) {
     const route = request.is404 ? UNMATCHED_ROUTE : (request.routeOptions.url ?? UNMATCHED_ROUTE);
     metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
     done();

@@ -33,6 +33,9 @@ export class ClientTokenType {
 
   @Field(() => Int, { nullable: true, description: 'The most credits the token may spend in total; null: no cap beyond the balance.' })
   maxCredits!: number | null;
+
+  @Field(() => Boolean, { description: 'Only operations registered for the account (`PUT /api/graphql/documents`) run with it.' })
+  trustedDocumentsOnly!: boolean;
 }
 
 @Resolver()
@@ -50,11 +53,13 @@ export class ClientTokenResolver {
     ttlSeconds: number | null | undefined,
     @Arg('maxCredits', () => Int, { nullable: true, description: 'Optional cap: the most credits the token may spend in total (a positive integer).' })
     maxCredits: number | null | undefined,
+    @Arg('trustedDocumentsOnly', () => Boolean, { nullable: true, description: 'Only operations registered with `PUT /api/graphql/documents` may run with the token (FORBIDDEN, `document_not_trusted`, otherwise); default false.' })
+    trustedDocumentsOnly: boolean | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<ClientTokenType> {
     const tokens = ctx.services.tokens;
     if (!tokens) throw new AppError('route_not_found');
-    return tokens.mint(ctx.principal, { origins, scopes, ttlSeconds, maxCredits }, { actor: `key:${ctx.principal.keyId}`, ip: ctx.ip, host: HOST });
+    return tokens.mint(ctx.principal, { origins, scopes, ttlSeconds, maxCredits, trustedDocumentsOnly }, { actor: `key:${ctx.principal.keyId}`, ip: ctx.ip, host: HOST });
   }
 }
 

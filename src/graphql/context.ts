@@ -1,3 +1,4 @@
+import type { TrustedDocuments } from '../domain/trusted-documents/service.js';
 import DataLoader from 'dataloader';
 import type { CreditBalances, DefinitionService, ImageJobService, JobUrlContext, JobWatch, KeyAuthenticator } from '../domain/ports.js';
 import type { Principal } from '../domain/principal.js';
@@ -19,6 +20,8 @@ export interface GraphQLServices {
   apiKeys?: { get(keyId: string): Promise<KeySummary> };
   /** Minting client tokens (`createClientToken`); absent: the mutation answers NOT_FOUND. */
   tokens?: Pick<ClientTokens, 'mint' | 'verify'>;
+  /** Registered documents (`PUT /api/graphql/documents`) and the rule of `trustedDocumentsOnly` tokens; absent: none registered. */
+  documents?: Pick<TrustedDocuments, 'register' | 'list' | 'delete' | 'trusted'>;
 }
 
 export interface Loaders {

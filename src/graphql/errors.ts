@@ -18,8 +18,6 @@ const CLIENT_ERROR_CODES: ReadonlySet<string> = new Set([
   'BAD_USER_INPUT',
   'BAD_REQUEST',
   'OPERATION_RESOLUTION_FAILURE',
-  'PERSISTED_QUERY_NOT_FOUND',
-  'PERSISTED_QUERY_NOT_SUPPORTED',
   'INTROSPECTION_DISABLED',
   'MAX_RECURSIVE_SELECTIONS_EXCEEDED',
 ]);
@@ -75,6 +73,11 @@ export function formatGraphQLError(formatted: GraphQLFormattedError, error: unkn
   }
   // Only graphql-js, Apollo Server and graphql-armor set these codes, and only for the client's mistakes.
   const code = formatted.extensions?.code;
+  // Apollo's automatic persisted query codes stay Apollo's: Apollo Client's persisted-queries link
+  // reads PERSISTED_QUERY_NOT_FOUND to send the query text again.
+  if (code === 'PERSISTED_QUERY_NOT_FOUND' || code === 'PERSISTED_QUERY_NOT_SUPPORTED') {
+    return withPlace({ message: formatted.message, extensions: { code, reason: CLIENT_REASON } }, formatted);
+  }
   if ((typeof code === 'string' && CLIENT_ERROR_CODES.has(code)) || isRequestError(formatted, error)) {
     return withPlace({ message: formatted.message, extensions: { code: 'BAD_USER_INPUT', reason: reasonOf(formatted, 'BAD_USER_INPUT') ?? CLIENT_REASON } }, formatted);
   }

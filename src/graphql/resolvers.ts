@@ -5,7 +5,8 @@ import { answerOf, type IdempotentAttempt } from '../domain/idempotency/service.
 import { MAX_PAGE_SIZE } from '../domain/jobs/service.js';
 import type { JobCreated, JobView } from '../domain/jobs/types.js';
 import type { GraphQLContext } from './context.js';
-import { AccountType, ApiKeyType, GenerateResultType, JobConnectionType, JobType, LookupResultType, type PageInfoType } from './types.js';
+import type { ImageOffer } from '../domain/jobs/options.js';
+import { AccountType, ApiKeyType, GenerateResultType, ImageOfferType, ImageOptionsInput, JobConnectionType, JobType, LookupResultType, type PageInfoType } from './types.js';
 
 /**
  * Thin resolvers: parse arguments, call the domain service REST calls too, shape the result. Every
@@ -41,14 +42,26 @@ export class JobResolver {
   })
   async generate(
     @Arg('prompts', () => [String], { description: PROMPTS }) prompts: string[],
+    @Arg('options', () => ImageOptionsInput, { nullable: true, description: 'Size, format, seed and negative prompt; each image still costs one credit. BAD_USER_INPUT for one this deployment does not offer (`imageOptions`).' })
+    options: ImageOptionsInput | null | undefined,
     @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<JobCreated> {
+    // A plain object (type-graphql builds an instance): the options as REST would have them.
+    const given = options ? { size: options.size, format: options.format, seed: options.seed, negativePrompt: options.negativePrompt } : undefined;
+    // Fingerprinted as REST does: the prompts alone without options, as before options existed.
+    const fingerprint = given ? { prompts, ...given } : prompts;
     return answerOf(
-      await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', prompts, (attempt: IdempotentAttempt | null) =>
-        ctx.services.jobs.create(ctx.principal, prompts, attempt),
+      await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'generate', fingerprint, (attempt: IdempotentAttempt | null) =>
+        ctx.services.jobs.create(ctx.principal, prompts, attempt, given),
       ),
     );
+  }
+
+  @Authorized()
+  @Query(() => ImageOfferType, { description: 'What this deployment offers for `generate(options:)`: sizes, formats, seed, negative prompt. Free.' })
+  imageOptions(@Ctx() ctx: GraphQLContext): ImageOffer {
+    return ctx.services.jobs.imageOptions();
   }
 
   @Authorized()

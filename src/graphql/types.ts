@@ -1,5 +1,6 @@
 import { GraphQLScalarType } from 'graphql';
-import { Field, GraphQLISODateTime, ID, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { Field, GraphQLISODateTime, ID, InputType, Int, ObjectType, registerEnumType } from 'type-graphql';
+import { IMAGE_FORMATS, MAX_NEGATIVE_PROMPT_LENGTH, MAX_SEED, type ImageFormat } from '../domain/jobs/options.js';
 import { IMAGE_STATUSES, JOB_STATUSES, type ImageStatus, type JobStatus } from '../domain/jobs/types.js';
 import { KEY_PERMISSIONS, type KeyPermission } from '../domain/keys/permissions.js';
 import { KEY_REFILLS, type KeyRefill } from '../domain/keys/records.js';
@@ -67,6 +68,65 @@ export const ROOT_TYPE_DESCRIPTIONS = {
   Subscription: 'Pushed results, over WebSocket only (graphql-transport-ws, the graphql-ws protocol) at /graphql.',
 } as const;
 
+/** GraphQL spells the formats in capitals (`PNG`); their values are the REST strings (`png`). */
+export const ImageFormatEnum = Object.fromEntries(IMAGE_FORMATS.map((f) => [f.toUpperCase(), f])) as { [K in ImageFormat as Uppercase<K>]: K };
+registerEnumType(ImageFormatEnum, {
+  name: 'ImageFormat',
+  description: 'Encoding of an image.',
+  valuesConfig: { PNG: { description: 'PNG (`image/png`), the default.' }, WEBP: { description: 'WebP (`image/webp`).' }, JPEG: { description: 'JPEG (`image/jpeg`).' } },
+});
+
+@InputType('ImageOptionsInput', { description: 'How the images of a job are made; every field optional. What this deployment offers: `imageOptions`.' })
+export class ImageOptionsInput {
+  @Field(() => String, { nullable: true, description: 'WIDTHxHEIGHT, one of `imageOptions.sizes`; default `imageOptions.defaultSize`.' })
+  size?: string | null;
+
+  @Field(() => ImageFormatEnum, { nullable: true, description: 'Default PNG.' })
+  format?: ImageFormat | null;
+
+  @Field(() => Int, {
+    nullable: true,
+    description: `0 to ${MAX_SEED}, where \`imageOptions.seed\` is true. Image i of the job (from 0) uses seed + i: the same prompt, seed, size and format make the same image.`,
+  })
+  seed?: number | null;
+
+  @Field(() => String, { nullable: true, description: `What the images should not show, at most ${MAX_NEGATIVE_PROMPT_LENGTH} characters, where \`imageOptions.negativePrompt\` is true.` })
+  negativePrompt?: string | null;
+}
+
+@ObjectType('ImageOptions', { description: 'What this deployment offers for `generate(options:)`.' })
+export class ImageOfferType {
+  @Field(() => [String], { description: 'The sizes `size` may name (WIDTHxHEIGHT).' })
+  sizes!: string[];
+
+  @Field(() => String, { description: 'The size of an image when `size` is not given.' })
+  defaultSize!: string;
+
+  @Field(() => [ImageFormatEnum], { description: 'The formats `format` may name.' })
+  formats!: ImageFormat[];
+
+  @Field(() => Boolean, { description: 'Whether `seed` is taken (BAD_USER_INPUT otherwise).' })
+  seed!: boolean;
+
+  @Field(() => Boolean, { description: 'Whether `negativePrompt` is taken (BAD_USER_INPUT otherwise).' })
+  negativePrompt!: boolean;
+}
+
+@ObjectType('JobOptions', { description: 'The options a job was started with, the defaults filled in.' })
+export class JobOptionsType {
+  @Field(() => String, { description: 'WIDTHxHEIGHT.' })
+  size!: string;
+
+  @Field(() => ImageFormatEnum, { description: 'Encoding of its images.' })
+  format!: ImageFormat;
+
+  @Field(() => Int, { nullable: true, description: 'The seed of image 0 (image i uses seed + i); null without one.' })
+  seed!: number | null;
+
+  @Field(() => String, { nullable: true, description: 'What the images should not show; null without one.' })
+  negativePrompt!: string | null;
+}
+
 @ObjectType('JobImage', {
   description:
     "One image of a job, in prompt order. It has no `id`: it only exists inside its Job, so client caches store it within the job's entry and replace the list whenever the job is written.",
@@ -83,12 +143,28 @@ export class JobImageType {
 
   @Field(() => String, {
     nullable: true,
-    description: 'Signed, expiring URL of the image (fetch it with a plain GET, no Authorization; valid at least one hour); null until the image succeeded.',
+    description:
+      'Signed, expiring URL of the image (fetch it with a plain GET, no Authorization; valid at least one hour); null until the image succeeded, and once it expired.',
   })
   url!: string | null;
 
   @Field(() => String, { nullable: true, description: 'Why the image failed; null unless it failed.' })
   error!: string | null;
+
+  @Field(() => Int, { description: 'Width in pixels.' })
+  width!: number;
+
+  @Field(() => Int, { description: 'Height in pixels.' })
+  height!: number;
+
+  @Field(() => String, { description: '`image/png`, `image/webp` or `image/jpeg`: what `url` serves.' })
+  contentType!: string;
+
+  @Field(() => Int, { nullable: true, description: "Its seed (the job's seed + index); null without one." })
+  seed!: number | null;
+
+  @Field(() => Boolean, { description: 'Older than the retention (IMAGE_RETENTION): its bytes are deleted and `url` is null.' })
+  expired!: boolean;
 }
 
 @ObjectType('Job', {
@@ -128,6 +204,9 @@ export class JobType {
 
   @Field(() => DateTimeScalar, { nullable: true, description: 'When the job reached completed, failed or canceled; null until then.' })
   completedAt!: Date | null;
+
+  @Field(() => JobOptionsType, { description: 'Size, format, seed and negative prompt of its images.' })
+  options!: JobOptionsType;
 
   @Field(() => [JobImageType], { description: 'One entry per prompt, in prompt order.' })
   images!: JobImageType[];

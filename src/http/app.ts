@@ -71,8 +71,6 @@ export interface BuildAppOptions {
   onRoute?: (route: { method: string | string[]; url: string; auth: string | undefined; operation: string | undefined; permission: string | undefined }) => void;
   /** Told of every response, GraphQL operation and WebSocket (METRICS_PORT); default: nothing counted. */
   metrics?: TransportMetrics;
-  /** Every `/graphql` HTTP request through Apollo Server, none through the direct path: tests compare the two. */
-  graphqlApolloOnly?: boolean;
 }
 
 export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> {
@@ -176,6 +174,7 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
       keys: services.authenticator,
       apiKeys: services.keys,
       tokens: services.clientTokens,
+      documents: services.trustedDocuments,
       balances: services.balances,
       idempotency: services.idempotency,
       ...sellable,
@@ -185,7 +184,6 @@ export async function buildApp(opts: BuildAppOptions): Promise<FastifyInstance> 
     hostAllowed,
     databaseDown: () => services.health.knownDown(),
     metrics: opts.metrics,
-    apolloOnly: opts.graphqlApolloOnly,
   });
   await registerConsole(app, {
     config,

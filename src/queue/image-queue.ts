@@ -14,6 +14,8 @@ export const QUEUE_COLLECTION = 'agendaJobs';
 export const GENERATE_IMAGE = 'image.generate';
 /** Periodic repair of crashed creates, pending refunds and vanished entries. */
 export const SWEEP_JOBS = 'image-jobs.sweep';
+/** Deletes images older than IMAGE_RETENTION: one recurring entry, run by one worker at a time. */
+export const SWEEP_IMAGES = 'image-jobs.retention';
 
 /** W3C trace context of the request that queued the work (tracing on); a malformed one is ignored. */
 export const traceparentField = z

@@ -14,12 +14,6 @@ export function currentTraceparent(): string | undefined {
   return carrier.traceparent;
 }
 
-/** The active span's trace id (for log lines), if any. */
-export function activeTraceId(): string | undefined {
-  const span = trace.getActiveSpan();
-  return span?.isRecording() ? span.spanContext().traceId : undefined;
-}
-
 /**
  * Runs `work` in a span named `name`, a child of the span `traceparent` names (queued work: its parent
  * is in another process), or a new trace without one. Errors mark the span and are rethrown.

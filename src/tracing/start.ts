@@ -2,13 +2,14 @@
  * The OpenTelemetry SDK, loaded only when OTEL_EXPORTER_OTLP_ENDPOINT is set (see preload.ts). It
  * reads the standard OTEL_* variables itself: OTLP/HTTP, `http/protobuf` unless
  * OTEL_EXPORTER_OTLP_PROTOCOL says `http/json`; W3C trace context, so an incoming `traceparent` is
- * continued. Instrumented: HTTP in and out, Fastify's routes, MongoDB commands, GraphQL, and pino's
- * log lines (which gain `trace_id` and `span_id`).
+ * continued. Instrumented: HTTP in and out, Fastify's routes, MongoDB commands, and pino's log lines
+ * (which gain `trace_id` and `span_id`). GraphQL operations get one span each from the doors
+ * (src/tracing/operations.ts), over HTTP and WebSocket alike: graphql-js' instrumentation would add a
+ * second span per operation over WebSocket and none over HTTP, where graphql-jit executes.
  */
 import { createRequire } from 'node:module';
 import { FastifyOtelInstrumentation } from '@fastify/otel';
 import { NodeSDK } from '@opentelemetry/sdk-node';
-import { GraphQLInstrumentation } from '@opentelemetry/instrumentation-graphql';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { MongoDBInstrumentation } from '@opentelemetry/instrumentation-mongodb';
 import { PinoInstrumentation } from '@opentelemetry/instrumentation-pino';
@@ -22,7 +23,6 @@ export function startTracing(serviceName: string | undefined): NodeSDK {
       // Registers itself on every Fastify instance as it is created (diagnostics channel).
       new FastifyOtelInstrumentation({ registerOnInitialization: true }),
       new MongoDBInstrumentation(),
-      new GraphQLInstrumentation({ mergeItems: true, ignoreTrivialResolveSpans: true }),
       new PinoInstrumentation(),
     ],
   });

@@ -62,6 +62,48 @@ describe.skipIf(!canRun)('console explorer in Chromium', { timeout: SLOW_MS * 4 
     expect(problems).toEqual([]);
   });
 
+  it('shows no third-party footer', async () => {
+    expect(await page.locator('body').innerText()).not.toMatch(/sponsor/i);
+    expect(await page.locator('.ruru-footer').isVisible()).toBe(false);
+  });
+
+  it('at 375 px: no sideways scrolling, an editor as wide as the screen allows, and the query runs', async () => {
+    // Signed in as the same user; GraphiQL's saved state (the docs left open above) stays behind.
+    const phone = await browser.newContext({ baseURL: t.baseUrl, viewport: { width: 375, height: 812 }, storageState: { cookies: (await context.storageState()).cookies, origins: [] } });
+    try {
+      const watched = await watchedPage(phone);
+      const p = watched.page;
+      await p.goto('/console/explorer');
+      const run = p.getByRole('button', { name: /Execute query/i });
+      await run.waitFor({ timeout: SLOW_MS });
+      await expect.poll(() => p.locator('.graphiql-query-editor').innerText(), { timeout: SLOW_MS }).toContain('credits');
+      const layout = (await p.evaluate(`(() => {
+        const box = (s) => { const r = document.querySelector(s)?.getBoundingClientRect(); return r ? { left: r.left, right: r.right, width: r.width, height: r.height } : null; };
+        return { scrollWidth: document.documentElement.scrollWidth, clientWidth: document.documentElement.clientWidth, editor: box('.graphiql-query-editor'), response: box('.graphiql-response') };
+      })()`)) as { scrollWidth: number; clientWidth: number; editor: { width: number; height: number } | null; response: { width: number; height: number } | null };
+      expect(layout.scrollWidth, `the page is ${layout.scrollWidth} px wide in ${layout.clientWidth} px`).toBeLessThanOrEqual(layout.clientWidth);
+      // Query and response one above the other, each nearly the screen's width (190 px side by side before).
+      expect(layout.editor!.width, JSON.stringify(layout)).toBeGreaterThanOrEqual(280);
+      expect(layout.response!.width, JSON.stringify(layout)).toBeGreaterThanOrEqual(280);
+      expect(layout.editor!.height, JSON.stringify(layout)).toBeGreaterThanOrEqual(150);
+      expect(await p.locator('body').innerText()).not.toMatch(/sponsor/i);
+      await run.click();
+      await expect.poll(() => p.locator('.graphiql-response').innerText(), { timeout: SLOW_MS }).toMatch(/"credits":\s*42/);
+      if (SCREENSHOT) await p.screenshot({ path: new URL('explorer-375.png', SCREENSHOT).pathname });
+      // The docs open above the query, as wide as it, rather than squeezing it.
+      await p.getByRole('button', { name: /Show Documentation Explorer/i }).click();
+      await expect.poll(() => p.locator('.graphiql-doc-explorer').innerText(), { timeout: SLOW_MS }).toContain('Query');
+      const widths = (await p.evaluate(`[document.querySelector('.graphiql-doc-explorer').getBoundingClientRect().width, document.querySelector('.graphiql-query-editor').getBoundingClientRect().width, document.documentElement.scrollWidth]`)) as number[];
+      expect(widths[0]).toBeGreaterThanOrEqual(280);
+      expect(widths[1]).toBeGreaterThanOrEqual(280);
+      expect(widths[2]).toBeLessThanOrEqual(375);
+      expect([...watched.origins]).toEqual([t.baseUrl]);
+      expect(watched.problems).toEqual([]);
+    } finally {
+      await phone.close();
+    }
+  });
+
   it('axe finds no violations', async () => {
     const results = await new AxeBuilder({ page }).analyze();
     expect(results.violations.map((v) => `${v.id}: ${v.nodes.map((n) => `${n.target.join(" ")} (${n.any[0]?.message ?? n.failureSummary})`).join(", ")}`)).toEqual([]);

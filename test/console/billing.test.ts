@@ -44,6 +44,9 @@ describe('Billing page', () => {
     expect(page).toContain('data-balance>42<');
     expect(page).toContain('Purchase history');
     expect(page).not.toContain('Buy 100 credits');
+    // Nothing could ever be recharged without Stripe: no form that only leads to a refusal.
+    expect(page).not.toContain('Automatic recharge');
+    expect(page).not.toContain('/console/billing/auto-recharge');
     const checkout = await consolePost(plain, '/console/billing/checkout', cookie, { pack: '100' });
     expect(checkout.status).toBe(404);
   });

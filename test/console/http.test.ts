@@ -264,6 +264,29 @@ describe('audit log and usage exports', () => {
 });
 
 describe('playground', () => {
+  it('offers Size, Format and Seed, and starts the job with them; a refused option is shown and charges nothing', async () => {
+    const u = await createConsoleUser(t, { credits: 3 });
+    const { cookie } = await signIn(t, u.email, u.password);
+    const page = await (await consoleGet(t, '/console/playground', cookie)).text();
+    expect(page).toMatch(/<label for="size">Size<\/label>\s*<select id="size" name="size"><option value="256x256" selected>256x256<\/option>/);
+    expect(page).toContain('<option value="512x512">512x512</option>');
+    expect(page).toMatch(/<select id="format" name="format"><option value="png" selected>PNG<\/option><option value="webp">WebP<\/option><option value="jpeg">JPEG<\/option>/);
+    expect(page).toMatch(/<label for="seed">Seed<\/label>\s*<input id="seed" name="seed"/);
+
+    const json = { ...sameOrigin(t), accept: 'application/json' };
+    const created = await consolePost(t, '/console/playground/generate', cookie, { prompts: 'a moth', size: '512x512', format: 'webp', seed: '77' }, json);
+    expect(created.status).toBe(201);
+    const job = await t.services.jobs.get({ accountId: u.accountId, keyId: null, userId: 'test' } as never, (await created.json()).jobId, { baseUrl: t.baseUrl });
+    expect(job.options).toEqual({ size: '512x512', format: 'webp', seed: 77, negativePrompt: null });
+
+    const refused = await consolePost(t, '/console/playground/generate', cookie, { prompts: 'a moth', size: '300x300', seed: 'abc' });
+    expect(refused.status).toBe(400);
+    const html = await refused.text();
+    expect(html).toContain('Size must be one of 256x256, 512x512');
+    expect(html).toContain('value="abc"');
+    expect((await t.services.credits.getAccount(u.accountId))!.credits).toBe(2);
+  });
+
   it('charges for real, as the signed-in user: usage and the audit trail say "console"', async () => {
     const u = await createConsoleUser(t, { credits: 3 });
     const { cookie } = await signIn(t, u.email, u.password);

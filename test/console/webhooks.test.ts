@@ -45,7 +45,11 @@ describe('Webhooks page', () => {
     expect(page).toContain('<a href="/console/webhooks" aria-current="page">Webhooks</a>');
     expect(page).toContain('<label for="webhook-url">URL</label>');
     expect(page).toContain('<legend>Events</legend>');
-    for (const type of ['job.completed', 'job.failed', 'job.canceled', 'credits.low', 'key.expiring', 'credits.recharge_failed']) expect(page).toContain(`name="events" value="${type}" checked`);
+    const types = ['job.completed', 'job.failed', 'job.canceled', 'credits.low', 'key.expiring', 'credits.recharge_failed'];
+    for (const type of types) expect(page).toContain(`name="events" value="${type}" checked`);
+    // The intro names the same events as the form.
+    const intro = /<p class="lead">([\s\S]*?)<\/p>/.exec(page)?.[1] ?? '';
+    expect([...intro.matchAll(/<code>([^<]+)<\/code>/g)].map((m) => m[1])).toEqual(types);
     expect(page).toContain('<button type="submit">Add endpoint</button>');
     expect(page).toContain('<label for="low-threshold">Low-balance threshold</label>');
     expect(page).toMatch(/id="low-threshold"[^>]*value="10"/);

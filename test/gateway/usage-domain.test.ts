@@ -6,6 +6,7 @@ import { ImageJobs } from '../../src/domain/jobs/service.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import { UsageService } from '../../src/domain/usage/service.js';
 import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { MemoryImageStore, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
 import { ScriptedProvider } from './fakes.js';
 import { MemoryAccountStore, MemoryAuditStore, MemoryUsageStore } from './memory-fakes.js';
@@ -36,6 +37,7 @@ function row(dayIso: string, service: string, source: string, calls: number, cre
 
 class RejectingImages implements ImageProvider {
   readonly name = 'scripted';
+  readonly offer = BUILTIN_OFFER;
   async generate(prompt: string) {
     if (prompt.startsWith('reject')) throw new ProviderError('provider_rejected', 'rejected');
     return { data: Buffer.from(prompt), contentType: 'image/png' };
@@ -98,7 +100,7 @@ describe('usage counting (domain)', () => {
     const acc = await credits.createAccount('a', 10, actor);
     const jobs = new MemoryJobStore();
     const queue = new MemoryQueue();
-    const service = new ImageJobs({ jobs, credits, queue, signer: new ImageUrlSigner('x'.repeat(40), 3600), limits: { maxPrompts: 50, maxPromptLength: 2000 } });
+    const service = new ImageJobs({ jobs, credits, queue, signer: new ImageUrlSigner('x'.repeat(40), 3600), limits: { maxPrompts: 50, maxPromptLength: 2000 }, offer: BUILTIN_OFFER });
     const runner = new ImageRunner({ jobs, credits, provider: new RejectingImages(), images: new MemoryImageStore(), lockLifetimeMs: 1000, maxAttempts: 3 });
     await service.create({ accountId: acc.id, keyId: KEY }, ['a fox', 'reject this']);
     await service.create({ accountId: acc.id, keyId: null, userId: 'u1' }, ['reject me too']);

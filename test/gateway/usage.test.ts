@@ -4,6 +4,7 @@ import { toObjectId } from '../../src/data/accounts.js';
 import { usageBucket, type UsageDoc } from '../../src/data/models/usage.js';
 import { utcDay, type MeteredService, type UsageRow } from '../../src/domain/usage/types.js';
 import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { ScriptedProvider } from './fakes.js';
 
@@ -11,6 +12,7 @@ import { ScriptedProvider } from './fakes.js';
 // account's balance update; the roll-up of finished days into the `usage` collection, crash-safe; the CLI.
 class RejectingImages implements ImageProvider {
   readonly name = 'scripted';
+  readonly offer = BUILTIN_OFFER;
   async generate(prompt: string) {
     if (prompt.startsWith('reject')) throw new ProviderError('provider_rejected', 'rejected on purpose');
     return { data: Buffer.from(`png:${prompt}`), contentType: 'image/png' };

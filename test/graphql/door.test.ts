@@ -23,6 +23,7 @@ import { registerGraphQL, type GraphQLDoor } from '../../src/http/graphql/index.
 import type { JobEvents, JobListener } from '../../src/queue/job-events.js';
 import { MemoryCredits, MemoryJobStore, MemoryQueue } from '../images/memory-fakes.js';
 import { until } from '../helpers/until.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 
 /**
  * The GraphQL door in isolation: the real ImageJobs service over in-memory stores, fakes for keys and
@@ -115,6 +116,7 @@ beforeAll(async () => {
     queue: new MemoryQueue(),
     signer: new ImageUrlSigner('s'.repeat(32), 3600),
     limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
+    offer: BUILTIN_OFFER,
   });
   definitionImpl = async (p, keyword) => ({ keyword: String(keyword).trim(), definition: 'a definition', credits: await credits.charge(p.accountId, 1, Math.random().toString()) });
   const services: GraphQLServices = {
@@ -272,7 +274,7 @@ describe('GRAPHQL_INTROSPECTION=false', () => {
     const closed = Fastify({ logger: false });
     const services: GraphQLServices = {
       keys,
-      jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null, cancel: async () => ({}) as never },
+      jobs: { create: async () => ({}) as never, get: async () => ({}) as never, getMany: async () => [], list: async () => ({ items: [], nextCursor: null }), viewOf: () => null, cancel: async () => ({}) as never, imageOptions: () => BUILTIN_OFFER },
       jobWatch: { watch: async () => ({}) as never },
       definitions: { lookup: (p, k) => definitionImpl(p, k) },
       balances: { balances: async (ids) => ids.map(() => 1) },

@@ -236,10 +236,13 @@ describe('operations', () => {
     const g = await gql('mutation { generate(prompts: ["a red fox", "a blue owl"]) { jobId totalImages creditsUsed credits } }');
     expect(g.body.data.generate).toMatchObject({ totalImages: 2, creditsUsed: 2, credits: before - 2 });
     const jobId = g.body.data.generate.jobId;
-    const fields = 'jobId status totalImages succeededImages failedImages creditsUsed creditsRefunded createdAt updatedAt completedAt images { index prompt status url error }';
+    const fields =
+      'jobId status totalImages succeededImages failedImages creditsUsed creditsRefunded createdAt updatedAt completedAt ' +
+      'options { size format seed negativePrompt } images { index prompt status url error width height contentType seed expired }';
     const viaGraphql = (await gql(`query($id: ID!) { job(id: $id) { ${fields} } }`, { id: jobId })).body.data.job;
     const viaRest = (await rest('GET', `/api/playground/images/${jobId}`)).body;
-    expect(viaGraphql).toEqual(viaRest);
+    // The same fields; only the format is spelled as GraphQL enums are (PNG for png).
+    expect(viaGraphql).toEqual({ ...viaRest, options: { ...viaRest.options, format: viaRest.options.format.toUpperCase() } });
   });
 
   it('lookup charges one credit and echoes the trimmed keyword', async () => {
@@ -407,6 +410,52 @@ describe('jobStatus over WebSocket', () => {
     const r = subscribeJob(wsClient(`Bearer ${acct.key}`), jobId, 'status');
     expect(await r.done).toBe('complete');
     expect(r.messages.map((m) => m.data.jobStatus.status)).toEqual(['completed']);
+  });
+
+  it('never pushes an older job: subscriptions opened mid-job on two gateways, one after another until the job ends', async () => {
+    const second = await startTestApp();
+    ensureWorker();
+    const rank: Record<string, number> = { queued: 0, running: 1, succeeded: 2, failed: 2, canceled: 2, completed: 2 };
+    const fields = 'status succeededImages failedImages images { index status }';
+    let subscriptions = 0;
+    let midJob = 0;
+    try {
+      for (let job = 0; job < 3; job++) {
+        const prompts = Array.from({ length: 12 }, (_, i) => `order ${job}-${i}`);
+        const jobId = (await gql('mutation($p: [String!]!) { generate(prompts: $p) { jobId } }', { p: prompts })).body.data.generate.jobId;
+        const all: Received[] = [];
+        // A new subscription, on alternating gateways, as soon as the previous one has its first value,
+        // until one starts with the final state: each opens at whatever moment of the job that is.
+        for (let n = 0; ; n++) {
+          const base = n % 2 ? second.baseUrl : t.baseUrl;
+          const client = createClient({ url: `${base.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true, connectionParams: { Authorization: `Bearer ${acct.key}` } });
+          clients.push(client);
+          const r = subscribeJob(client, jobId, fields);
+          all.push(r);
+          await until(() => r.messages.length >= 1, 'the first value');
+          const first = r.messages[0].data.jobStatus;
+          if (first.status === 'running') midJob++;
+          if (first.status === 'completed') break;
+        }
+        for (const r of all) expect(await r.done).toBe('complete');
+        for (const r of all) {
+          const states = r.messages.map((m) => m.data.jobStatus);
+          for (let i = 1; i < states.length; i++) {
+            const [a, b] = [states[i - 1], states[i]];
+            const where = `job ${job}, push ${i}: ${JSON.stringify(a)} then ${JSON.stringify(b)}`;
+            expect(rank[b.status], where).toBeGreaterThanOrEqual(rank[a.status]);
+            expect(b.succeededImages, where).toBeGreaterThanOrEqual(a.succeededImages);
+            expect(b.failedImages, where).toBeGreaterThanOrEqual(a.failedImages);
+            for (const img of b.images) expect(rank[img.status], where).toBeGreaterThanOrEqual(rank[a.images[img.index].status]);
+          }
+          expect(states.at(-1)).toMatchObject({ status: 'completed', succeededImages: 12 });
+        }
+        subscriptions += all.length;
+      }
+      expect(midJob, `${subscriptions} subscriptions`).toBeGreaterThanOrEqual(1);
+    } finally {
+      await second.close();
+    }
   });
 
   it('works with the polling fallback on a second gateway instance', async () => {

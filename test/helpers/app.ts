@@ -48,15 +48,13 @@ export interface TestAppOverrides extends ConfigInput {
   onRoute?: BuildAppOptions['onRoute'];
   /** Runs after buildApp and before listen, e.g. to add a test-only route. */
   beforeListen?: (app: FastifyInstance) => void | Promise<void>;
-  /** Every `/graphql` HTTP request through Apollo Server (BuildAppOptions.graphqlApolloOnly). */
-  graphqlApolloOnly?: boolean;
 }
 
 let lastStarted: TestApp | undefined;
 const dropped = new Set<string>();
 
 export async function startTestApp(overrides: TestAppOverrides = {}): Promise<TestApp> {
-  const { dbName: givenDbName, deps, logStream, beforeListen, onRoute, graphqlApolloOnly, ...env } = overrides;
+  const { dbName: givenDbName, deps, logStream, beforeListen, onRoute, ...env } = overrides;
   const uri = inject('mongoUri');
   const dbName = givenDbName ?? databaseNameForThisFile();
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', ...env, MONGODB_URI: uri });
@@ -67,7 +65,7 @@ export async function startTestApp(overrides: TestAppOverrides = {}): Promise<Te
     await connection.dropDatabase();
   }
   const services = await buildServices(config, { connection, ...deps });
-  const app = await buildApp({ config, services, onRoute, graphqlApolloOnly, ...(logStream ? { logStream } : { logger: false as const }) });
+  const app = await buildApp({ config, services, onRoute, ...(logStream ? { logStream } : { logger: false as const }) });
   await beforeListen?.(app);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as { port: number };

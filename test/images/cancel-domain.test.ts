@@ -5,6 +5,7 @@ import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import { JobSweeper } from '../../src/domain/jobs/sweep.js';
 import { ProviderError } from '../../src/providers/images/types.js';
 import { GatedImageProvider, MemoryCredits, MemoryImageStore, MemoryJobStore, MemoryQueue } from './memory-fakes.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 
 // Job cancellation against the in-memory store (same guards as MongoDB): the rules, the races and the
 // crash repairs. The doors (REST, GraphQL, console) and a real database are in cancel.test.ts.
@@ -29,7 +30,7 @@ beforeEach(() => {
   credits.balances.set(bob.accountId, INITIAL);
   queue = new MemoryQueue();
   provider = new GatedImageProvider();
-  service = new ImageJobs({ jobs, credits, queue, signer: new ImageUrlSigner('x'.repeat(40), 3600), limits: { maxPrompts: 50, maxPromptLength: 2000 } });
+  service = new ImageJobs({ jobs, credits, queue, signer: new ImageUrlSigner('x'.repeat(40), 3600), limits: { maxPrompts: 50, maxPromptLength: 2000 }, offer: BUILTIN_OFFER });
   runner = new ImageRunner({ jobs, credits, provider, images: new MemoryImageStore(), lockLifetimeMs: 1000, maxAttempts: 3 });
   sweeper = new JobSweeper({ jobs, credits, queue, runner, lockLifetimeMs: 1000 });
 });

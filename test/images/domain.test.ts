@@ -6,6 +6,7 @@ import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import { JobSweeper } from '../../src/domain/jobs/sweep.js';
 import { parsePrompts } from '../../src/domain/jobs/validation.js';
 import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { MemoryCredits, MemoryImageStore, MemoryJobStore, MemoryQueue } from './memory-fakes.js';
 
 const limits = { maxPrompts: 50, maxPromptLength: 2000 };
@@ -46,6 +47,7 @@ describe('prompt validation (contract texts and order)', () => {
 
 class ScriptedProvider implements ImageProvider {
   readonly name = 'scripted';
+  readonly offer = BUILTIN_OFFER;
   calls: string[] = [];
   async generate(prompt: string) {
     this.calls.push(prompt);
@@ -75,7 +77,7 @@ describe('image jobs', () => {
     queue = new MemoryQueue();
     images = new MemoryImageStore();
     provider = new ScriptedProvider();
-    service = new ImageJobs({ jobs, credits, queue, signer, limits });
+    service = new ImageJobs({ jobs, credits, queue, signer, limits, offer: BUILTIN_OFFER });
     runner = new ImageRunner({ jobs, credits, provider, images, lockLifetimeMs: 1000, maxAttempts: 3 });
     sweeper = new JobSweeper({ jobs, credits, queue, runner, lockLifetimeMs: 1000, unchargedGraceMs: 60_000 });
   });
@@ -185,7 +187,7 @@ describe('image jobs', () => {
     // Its heartbeat goes stale: the next run takes over with attempt 2; the dead attempt can no longer complete.
     jobs.docs.get(jobId)!.images[0].heartbeatAt = new Date(Date.now() - 5000);
     expect(await runner.run(jobId, 0)).toEqual({ kind: 'succeeded' });
-    expect(await jobs.completeImage(jobId, 0, 1, 'late', new Date())).toBeNull();
+    expect(await jobs.completeImage(jobId, 0, 1, stored('late'), new Date())).toBeNull();
     expect(jobs.docs.get(jobId)!).toMatchObject({ status: 'completed', succeededImages: 1 });
   });
 
@@ -294,3 +296,8 @@ describe('image jobs', () => {
     await expect(service.list(alice, { first: 2, after: 'garbage' }, ctx)).rejects.toMatchObject({ field: 'after' });
   });
 });
+
+/** What a run records of stored bytes, for store-level tests. */
+function stored(fileId: string) {
+  return { fileId, contentType: 'image/png', width: 256, height: 256 };
+}

@@ -5,6 +5,7 @@ import { ImageJobs } from '../../src/domain/jobs/service.js';
 import { ImageRunner } from '../../src/domain/jobs/runner.js';
 import { ImageUrlSigner } from '../../src/domain/jobs/signed-urls.js';
 import { JobSweeper } from '../../src/domain/jobs/sweep.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { MemoryIdempotencyStore } from '../gateway/memory-fakes.js';
 import { MemoryCredits, MemoryImageStore, MemoryJobStore, MemoryQueue } from './memory-fakes.js';
 
@@ -66,9 +67,9 @@ function world() {
   const idemStore = new MemoryIdempotencyStore();
   const limits = { maxPrompts: 50, maxPromptLength: 2000 };
   const signer = new ImageUrlSigner('x'.repeat(40), 3600);
-  const service = new ImageJobs({ jobs: plan.wrap(jobs), credits: plan.wrap(credits), queue: plan.wrap(queue), signer, limits });
+  const service = new ImageJobs({ jobs: plan.wrap(jobs), credits: plan.wrap(credits), queue: plan.wrap(queue), signer, limits, offer: BUILTIN_OFFER });
   const idempotency = new Idempotency({ store: plan.wrap(idemStore), now: () => new Date(clock.now) });
-  const provider = { name: 'ok', generate: async (prompt: string) => ({ data: Buffer.from(`png:${prompt}`), contentType: 'image/png' }) };
+  const provider = { name: 'ok', offer: BUILTIN_OFFER, generate: async (prompt: string) => ({ data: Buffer.from(`png:${prompt}`), contentType: 'image/png' }) };
   const runner = new ImageRunner({ jobs, credits, provider, images: new MemoryImageStore(), lockLifetimeMs: 1000, maxAttempts: 3 });
   const sweeper = new JobSweeper({ jobs, credits, queue, runner, lockLifetimeMs: 1000, unchargedGraceMs: 60_000 });
   const create = () => idempotency.run(alice, 'order-42', 'generate', PROMPTS, (request) => service.create(alice, PROMPTS, request));
@@ -162,7 +163,7 @@ describe('a plain create whose acceptance applied but whose reply was lost', () 
       await markCharged(...args);
       throw new DatabaseDown();
     };
-    const created = await new ImageJobs({ jobs: w.jobs, credits: w.credits, queue: w.queue, signer: new ImageUrlSigner('x'.repeat(40), 3600), limits: { maxPrompts: 50, maxPromptLength: 2000 } }).create(alice, PROMPTS);
+    const created = await new ImageJobs({ jobs: w.jobs, credits: w.credits, queue: w.queue, signer: new ImageUrlSigner('x'.repeat(40), 3600), limits: { maxPrompts: 50, maxPromptLength: 2000 }, offer: BUILTIN_OFFER }).create(alice, PROMPTS);
     expect(created).toMatchObject({ totalImages: 2, creditsUsed: 2, credits: START - 2 });
     expect(w.jobs.docs.get(created.jobId)?.charged).toBe(true);
     expect(w.queue.entries.map((e) => e.jobId)).toEqual([created.jobId, created.jobId]);

@@ -1,5 +1,5 @@
 import type { Connection } from 'mongoose';
-import type { Config } from '../../src/config.js';
+import { imageRetention, type Config } from '../../src/config.js';
 import type { JobCredits } from '../../src/domain/jobs/records.js';
 import { ImageJobs } from '../../src/domain/jobs/service.js';
 import { openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, type ImageWork } from '../../workers/services.js';
@@ -20,6 +20,8 @@ export async function openTestImageJobs(config: Config, connection: Connection, 
     queue,
     signer,
     limits: { maxPrompts: config.MAX_PROMPTS, maxPromptLength: config.MAX_PROMPT_LENGTH },
+    offer: work.provider.offer,
+    retentionMs: imageRetention(config).retentionMs,
   });
   return {
     ...work,

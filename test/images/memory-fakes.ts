@@ -1,7 +1,8 @@
 import { AppError } from '../../src/domain/errors.js';
-import type { ImageRecord, ImageTransition, ImageWorkQueue, JobCredits, JobRecord, JobStore } from '../../src/domain/jobs/records.js';
+import type { ImageRecord, ImageTransition, ImageWorkQueue, JobCredits, JobRecord, JobStore, StoredImageRef } from '../../src/domain/jobs/records.js';
 import type { FinalJobStatus } from '../../src/domain/jobs/types.js';
 import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import type { ImageKey, ImageStore, StoredImage, StoredImageInfo } from '../../src/storage/types.js';
 
 /**
@@ -76,13 +77,14 @@ export class MemoryJobStore implements JobStore {
     if (img) img.heartbeatAt = at;
     return !!img;
   }
-  async completeImage(id: string, index: number, attempt: number, fileId: string, now: Date) {
+  async completeImage(id: string, index: number, attempt: number, stored: StoredImageRef, now: Date) {
     const img = this.running(id, index, attempt);
     if (!img) return null;
-    Object.assign(img, { status: 'succeeded', fileId, finishedAt: now });
+    Object.assign(img, { status: 'succeeded', ...stored, finishedAt: now });
     const j = this.docs.get(id)!;
     j.succeededImages++;
     j.updatedAt = now;
+    if (!j.oldestStoredAt || j.oldestStoredAt > now) j.oldestStoredAt = now;
     return this.transition(j, index);
   }
   async failImage(id: string, index: number, attempt: number, error: string, now: Date) {
@@ -142,6 +144,33 @@ export class MemoryJobStore implements JobStore {
       .filter((j) => j.charged && (j.status === 'queued' || j.status === 'running') && j.updatedAt <= before)
       .slice(0, limit)
       .map((j) => this.clone(j));
+  }
+  async findRetained(cutoff: Date, limit: number) {
+    return [...this.docs.values()]
+      .filter((j) => (j.oldestStoredAt ? j.oldestStoredAt <= cutoff : !j.retentionSwept && j.completedAt !== null && j.completedAt <= cutoff))
+      .slice(0, limit)
+      .map((j) => this.clone(j));
+  }
+  async expireImage(id: string, index: number, fileId: string, cutoff: Date, now: Date) {
+    const j = this.docs.get(id);
+    const img = j?.images[index];
+    if (!j || !img || img.status !== 'succeeded' || img.fileId !== fileId || img.expiredAt || !img.finishedAt || img.finishedAt > cutoff) return false;
+    img.expiredAt = now;
+    j.updatedAt = now;
+    return true;
+  }
+  async forgetFile(id: string, index: number, fileId: string) {
+    const img = this.docs.get(id)?.images[index];
+    if (img && img.fileId === fileId && img.expiredAt) img.fileId = null;
+  }
+  async setOldestStored(id: string, updatedAt: Date, oldest: Date | null) {
+    const j = this.docs.get(id);
+    if (!j || j.updatedAt.getTime() !== updatedAt.getTime()) return;
+    if (oldest) j.oldestStoredAt = oldest;
+    else {
+      delete j.oldestStoredAt;
+      j.retentionSwept = true;
+    }
   }
   private running(id: string, index: number, attempt: number): ImageRecord | undefined {
     return this.docs.get(id)?.images.find((i) => i.index === index && i.status === 'running' && i.attempt === attempt);
@@ -238,6 +267,7 @@ export class MemoryImageStore implements ImageStore {
  */
 export class GatedImageProvider implements ImageProvider {
   readonly name = 'gated';
+  readonly offer = BUILTIN_OFFER;
   readonly calls: string[] = [];
   private readonly held = new Map<string, { resolve: (outcome: 'succeed' | 'reject') => void }>();
   private readonly waiters: (() => void)[] = [];

@@ -63,10 +63,31 @@ describe('openai-compatible image provider', () => {
   it('posts the OpenAI request shape and decodes b64_json', async () => {
     const img = await make().generate('hello');
     expect(img.contentType).toBe('image/png');
-    expect((await sharp(img.data).metadata()).width).toBe(8);
+    expect((await sharp(img.data).metadata()).width).toBe(256);
     const req = fake.requests.at(-1)!;
     expect(req.authorization).toBe('Bearer sk-test');
     expect(req.body).toMatchObject({ model: 'test-model', prompt: 'hello', n: 1, size: '256x256', response_format: 'b64_json' });
+  });
+
+  it('passes size and output_format, offers what it is configured to, and sends seed and negative_prompt only where taken', async () => {
+    const plain = make({ sizes: ['256x256', '512x256'], formats: ['webp', 'jpeg'] });
+    expect(plain.offer).toEqual({ sizes: ['256x256', '512x256'], defaultSize: '256x256', formats: ['png', 'webp', 'jpeg'], seed: false, negativePrompt: false });
+    const img = await plain.generate('sized', { size: { width: 512, height: 256 }, format: 'webp', seed: 7, negativePrompt: 'dogs' });
+    expect(img).toMatchObject({ contentType: 'image/webp', width: 512, height: 256 });
+    const meta = await sharp(img.data).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 512, 256]);
+    const sent = fake.requests.at(-1)!.body;
+    expect(sent).toMatchObject({ size: '512x256', output_format: 'webp' });
+    expect(sent).not.toHaveProperty('seed');
+    expect(sent).not.toHaveProperty('negative_prompt');
+    // PNG is the API's own default: not sent, so endpoints without output_format keep working.
+    await plain.generate('png please', { format: 'png' });
+    expect(fake.requests.at(-1)!.body).not.toHaveProperty('output_format');
+
+    const open = make({ seed: true, negativePrompt: true });
+    expect(open.offer).toMatchObject({ sizes: ['256x256'], formats: ['png'], seed: true, negativePrompt: true });
+    await open.generate('seeded', { seed: 7, negativePrompt: 'dogs' });
+    expect(fake.requests.at(-1)!.body).toMatchObject({ seed: 7, negative_prompt: 'dogs' });
   });
 
   it('retries 5xx with backoff and then succeeds', async () => {

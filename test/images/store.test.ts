@@ -96,13 +96,13 @@ describe('MongoJobStore guarded updates', () => {
     const second = await store.claimImage(job.id, 0, now, new Date(now.getTime() - 5000), now);
     expect(second!.image.attempt).toBe(2);
     expect(await store.heartbeat(job.id, 0, 1, now)).toBe(false);
-    expect(await store.completeImage(job.id, 0, 1, 'f1', now)).toBeNull();
+    expect(await store.completeImage(job.id, 0, 1, stored('f1'), now)).toBeNull();
     expect(await store.failImage(job.id, 0, 1, 'late', now)).toBeNull();
     expect(await store.heartbeat(job.id, 0, 2, now)).toBe(true);
-    const done = await store.completeImage(job.id, 0, 2, 'f2', now);
+    const done = await store.completeImage(job.id, 0, 2, stored('f2'), now);
     expect(done!.job).toMatchObject({ id: job.id, succeededImages: 1, totalImages: 1 });
     expect(done!.image).toMatchObject({ index: 0, status: 'succeeded', fileId: 'f2' });
-    expect(await store.completeImage(job.id, 0, 2, 'f3', now)).toBeNull();
+    expect(await store.completeImage(job.id, 0, 2, stored('f3'), now)).toBeNull();
     expect(await store.finalize(job.id, 'completed', now)).toMatchObject({ id: job.id, status: 'completed', completedAt: now });
     expect(await store.finalize(job.id, 'completed', now)).toBeNull();
     expect((await store.findById(job.id))!.completedAt).toBeInstanceOf(Date);
@@ -172,3 +172,8 @@ describe('GridFS image store and signing secret', () => {
     expect(secrets[1]).toBe(secrets[0]);
   });
 });
+
+/** What a run records of stored bytes, for store-level tests. */
+function stored(fileId: string) {
+  return { fileId, contentType: 'image/png', width: 256, height: 256 };
+}

@@ -6,6 +6,7 @@ import { MongoKeyCreditStore } from '../../src/data/key-credits.js';
 import type { AccountStore } from '../../src/domain/credits/records.js';
 import { CreditService } from '../../src/domain/credits/service.js';
 import { ProviderError, type ImageProvider } from '../../src/providers/images/types.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/until.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../../workers/image-worker.js';
@@ -17,6 +18,7 @@ import { ScriptedProvider } from '../gateway/fakes.js';
  */
 class RejectingImages implements ImageProvider {
   readonly name = 'scripted';
+  readonly offer = BUILTIN_OFFER;
   async generate(prompt: string) {
     if (prompt.startsWith('reject')) throw new ProviderError('provider_rejected', 'rejected on purpose');
     return { data: Buffer.from(`png:${prompt}`), contentType: 'image/png' };

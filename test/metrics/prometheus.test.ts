@@ -32,7 +32,7 @@ beforeAll(async () => {
   gatewayMetrics = /^Metrics on (\S+)\.$/.exec(await gateway.line(/^Metrics on /))![1]!;
   worker = spawnWorker({ MONGODB_URI: dbUri(), METRICS_PORT: '0', HOST: '127.0.0.1' });
   await worker.ready;
-  const port = Number(/"msg":"metrics listening","port":(\d+)/.exec(worker.output())![1]);
+  const port = Number(/"port":(\d+),"msg":"metrics listening"/.exec(worker.output())![1]);
   workerMetrics = `http://127.0.0.1:${port}/metrics`;
 
   const auth = { Authorization: `Bearer ${gateway.key}`, 'Content-Type': 'application/json' };

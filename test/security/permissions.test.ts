@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { sha256Hex } from '../../src/domain/trusted-documents/service.js';
 /**
  * The key permission matrix, generated from the operation catalog: every operation, on every door
  * that serves it (each REST route of its row, its GraphQL root field over HTTP, or over WebSocket for
@@ -33,17 +35,24 @@ interface Case {
 interface Fixture {
   jobId: string;
   webhookId: string;
+  documentId: string;
 }
+
+const TRUSTED = 'query Trusted { me { credits } }';
 
 const CASES: Record<OperationName, Case> = {
   lookup: { body: { keyword: 'oak' }, graphql: () => 'mutation { lookup(keyword: "oak") { keyword credits } }', units: 1 },
   generate: { body: { prompts: ['a heron', 'a kite'] }, graphql: () => 'mutation { generate(prompts: ["a heron", "a kite"]) { jobId creditsUsed } }', units: 2 },
   cancelJob: { graphql: (f) => `mutation { cancelJob(id: "${f.jobId}") { id status } }`, refunds: costOf('generate', 1) },
   job: { graphql: (f) => `{ job(id: "${f.jobId}") { id status } }` },
+  imageOptions: { graphql: () => '{ imageOptions { sizes formats seed } }' },
   jobs: { graphql: () => '{ jobs(first: 1) { nodes { id } } }' },
   jobStatus: { graphql: (f) => `subscription { jobStatus(jobId: "${f.jobId}") { id status } }` },
   me: { graphql: () => '{ me { id credits } }' },
   createClientToken: { body: { origins: [APP] }, graphql: () => `mutation { createClientToken(origins: ["${APP}"]) { token scopes } }`, alsoNeeds: ['read'] },
+  registerDocuments: { body: { format: 'apollo-persisted-query-manifest', version: 1, operations: [{ id: sha256Hex(TRUSTED), name: 'Trusted', type: 'query', body: TRUSTED }] } },
+  listDocuments: {},
+  deleteDocument: {},
   createWebhook: { body: { url: 'http://127.0.0.1:9/hooks' } },
   listWebhooks: {},
   deleteWebhook: {},
@@ -74,7 +83,10 @@ async function fixture(): Promise<Fixture> {
   const owner = { accountId, keyId: null, userId: 'test' } as const;
   const job = await t.services.jobs.create(owner, ['a fixture']);
   const hook = await t.services.webhooks.create(accountId, { url: 'http://127.0.0.1:9/fixture' }, t.baseUrl);
-  return { jobId: job.jobId, webhookId: hook.id };
+  const fixtureDocument = `query Fixture${randomUUID().replaceAll('-', '')} { me { id } }`;
+  const manifest = { format: 'apollo-persisted-query-manifest', version: 1, operations: [{ id: sha256Hex(fixtureDocument), name: 'Fixture', type: 'query', body: fixtureDocument }] };
+  await t.services.trustedDocuments.register(accountId, manifest, () => ({ ok: true, type: 'query', name: 'Fixture' }));
+  return { jobId: job.jobId, webhookId: hook.id, documentId: sha256Hex(fixtureDocument) };
 }
 
 const balance = async () => (await t.services.credits.balances([accountId]))[0]!;
@@ -88,7 +100,7 @@ interface Outcome {
 
 async function callRest(route: string, key: string, c: Case, f: Fixture): Promise<Outcome> {
   const [method, pattern] = route.split(' ') as [string, string];
-  const path = pattern.replace(':jobId', f.jobId).replace(':id', f.webhookId);
+  const path = pattern.replace(':jobId', f.jobId).replace(':id', pattern.includes('/documents/') ? f.documentId : f.webhookId);
   const body = method === 'GET' || method === 'DELETE' ? undefined : JSON.stringify(c.body ?? {});
   const res = await fetch(`${t.baseUrl}${path}`, {
     method,

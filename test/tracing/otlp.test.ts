@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildAdminServices } from '../../src/cli/services.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../fixtures/fake-openai.js';
 import { until } from '../helpers/until.js';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 
 /**
  * Tracing end to end, all real processes: a gateway and a standalone worker export spans over OTLP/HTTP
@@ -51,14 +53,24 @@ function start(entry: string[], env: Record<string, string>): { proc: ChildProce
 }
 
 /** Spans of every JSON export, flattened. */
-function jsonSpans(): { traceId: string; name: string; service: string }[] {
+interface JsonSpan {
+  traceId: string;
+  name: string;
+  service: string;
+  attributes: Record<string, string | undefined>;
+}
+
+function jsonSpans(): JsonSpan[] {
   return exports
     .filter((e) => e.contentType.startsWith('application/json'))
     .flatMap((e) => {
-      const body = JSON.parse(e.body.toString()) as { resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: { traceId: string; name: string }[] }[] }[] };
+      type Attribute = { key: string; value: { stringValue?: string } };
+      const body = JSON.parse(e.body.toString()) as { resourceSpans: { resource: { attributes: Attribute[] }; scopeSpans: { spans: { traceId: string; name: string; attributes?: Attribute[] }[] }[] }[] };
       return body.resourceSpans.flatMap((rs) => {
         const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
-        return rs.scopeSpans.flatMap((ss) => ss.spans.map((s) => ({ traceId: s.traceId, name: s.name, service })));
+        return rs.scopeSpans.flatMap((ss) =>
+          ss.spans.map((s) => ({ traceId: s.traceId, name: s.name, service, attributes: Object.fromEntries((s.attributes ?? []).map((a) => [a.key, a.value.stringValue])) })),
+        );
       });
     });
 }
@@ -97,6 +109,15 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
   });
+  // A second gateway exporting http/json, whose spans the GraphQL tests read by name.
+  const jsonGateway = start(['--import', './src/tracing/gateway.ts', 'src/main.ts'], {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    IN_PROCESS_WORKER: 'false',
+    OTEL_EXPORTER_OTLP_ENDPOINT: otlp,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'credit-gateway-json',
+  });
   const worker = start(['--import', './src/tracing/worker.ts', 'workers/main.ts'], {
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     IMAGE_PROVIDER: 'openai',
@@ -112,6 +133,10 @@ beforeAll(async () => {
     throw new Error(`${err.message}\n${worker.out()}`);
   });
   gatewayUrl = /Gateway listening on (\S+) /.exec(gateway.out())![1]!;
+  await until(() => /Gateway listening on (\S+) /.test(jsonGateway.out()), 'the second gateway listening', SLOW).catch((err: Error) => {
+    throw new Error(`${err.message}\n${jsonGateway.out()}`);
+  });
+  jsonGatewayUrl = /Gateway listening on (\S+) /.exec(jsonGateway.out())![1]!;
   const created = await fetch(`${gatewayUrl}/api/webhooks`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -121,6 +146,7 @@ beforeAll(async () => {
 }, 240_000);
 
 let gatewayUrl: string;
+let jsonGatewayUrl: string;
 
 afterAll(async () => {
   for (const c of children) {
@@ -161,10 +187,58 @@ describe('OpenTelemetry traces (OTLP/HTTP)', () => {
   });
 
   it('log lines written inside a traced request or image carry its trace_id', async () => {
-    const [gateway, worker] = children;
+    const [gateway, , worker] = children;
     const lines = (text: string) => text.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { trace_id?: string; msg?: string });
     await until(() => lines(gateway!.out()).some((l) => l.trace_id === TRACE_ID), 'a gateway log line with the trace id', SLOW);
     const failed = await until(() => lines(worker!.out()).find((l) => l.msg === 'image failed and was refunded'), 'the worker logging the failed image', SLOW);
     expect(failed.trace_id).toBe(TRACE_ID);
+    // As the gateway's pino lines: the span too, by the same instrumentation.
+    expect(failed).toMatchObject({ span_id: expect.stringMatching(/^[0-9a-f]{16}$/), level: 30 });
+  });
+
+  it('each GraphQL operation is a span named by its type and name, in its HTTP request’s trace or its subscribe’s, over HTTP and WebSocket', async () => {
+    const traceOf = (n: number) => `${n}`.repeat(32).slice(0, 32);
+    const post = (query: string, trace: string) =>
+      fetch(`${jsonGatewayUrl}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', traceparent: `00-${trace}-00f067aa0ba902b7-01` },
+        body: JSON.stringify({ query }),
+      });
+    expect((await post('query Balance { me { credits } }', traceOf(1))).status).toBe(200);
+    expect((await post('mutation { lookup(keyword: "oak") { credits } }', traceOf(2))).status).toBe(200);
+    expect((await post('{ me { nope } }', traceOf(3))).status).toBe(400);
+    const client = createClient({ url: `${jsonGatewayUrl.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, connectionParams: { Authorization: `Bearer ${key}` } });
+    try {
+      const overSocket = await new Promise<unknown>((resolve, reject) => {
+        let data: unknown;
+        client.subscribe(
+          { query: 'query OverSocket { me { credits } }', extensions: { traceparent: `00-${traceOf(4)}-00f067aa0ba902b7-01` } },
+          { next: (m) => (data = m.data), error: reject, complete: () => resolve(data) },
+        );
+      });
+      expect(overSocket).toEqual({ me: { credits: expect.any(Number) } });
+    } finally {
+      await client.dispose();
+    }
+    const operation = (trace: string) => jsonSpans().find((s) => s.traceId === trace && s.attributes['graphql.operation.type'] !== undefined);
+    await until(() => operation(traceOf(4)) && operation(traceOf(2)) && operation(traceOf(1)), 'the operation spans', SLOW);
+    expect(operation(traceOf(1))).toMatchObject({ name: 'query Balance', service: 'credit-gateway-json', attributes: { 'graphql.operation.type': 'query', 'graphql.operation.name': 'Balance' } });
+    expect(operation(traceOf(2))).toMatchObject({ name: 'mutation', attributes: { 'graphql.operation.type': 'mutation' } });
+    expect(operation(traceOf(2))!.attributes['graphql.operation.name']).toBeUndefined();
+    expect(operation(traceOf(4))).toMatchObject({ name: 'query OverSocket', attributes: { 'graphql.operation.name': 'OverSocket' } });
+    // A document that does not validate is still one operation's span, in its request's trace.
+    await until(() => jsonSpans().some((s) => s.traceId === traceOf(3) && s.name === 'GraphQL Operation'), 'the invalid document’s span', SLOW);
+    // One span per operation: the HTTP request's trace holds exactly one.
+    expect(jsonSpans().filter((s) => s.traceId === traceOf(1) && s.name === 'query Balance')).toHaveLength(1);
+    expect(jsonSpans().filter((s) => s.traceId === traceOf(4) && s.name === 'query OverSocket')).toHaveLength(1);
+    // The resolvers' database reads are in the operation's trace.
+    expect(jsonSpans().some((s) => s.traceId === traceOf(4) && s.name === 'find accounts')).toBe(true);
+    // Hook and handler spans are named, never by source code.
+    const names = new Set(jsonSpans().filter((s) => s.service === 'credit-gateway-json').map((s) => s.name));
+    for (const name of names) {
+      expect(name.length, name).toBeLessThanOrEqual(100);
+      expect(name, name).not.toMatch(/=>|[{}();]/);
+    }
+    expect([...names].some((n) => n.startsWith('onRequest - authenticate'))).toBe(true);
   });
 });

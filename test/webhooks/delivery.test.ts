@@ -3,6 +3,7 @@
 // conditions; the retry spacing is asserted as a lower bound only (the machine is busy).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ImageProvider } from '../../src/providers/images/types.js';
+import { BUILTIN_OFFER } from '../../src/providers/images/builtin.js';
 import { ProviderError } from '../../src/providers/images/types.js';
 import { startConfiguredImageWorker, type RunningWorker } from '../../workers/image-worker.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
@@ -11,6 +12,7 @@ import { startReceiver, type Receiver } from './receiver.js';
 
 class ScriptedImages implements ImageProvider {
   readonly name = 'scripted';
+  readonly offer = BUILTIN_OFFER;
   /** `hold…` prompts wait here until released (a job that is still running when it is canceled). */
   readonly held = new Map<string, () => void>();
   async generate(prompt: string) {

@@ -28,3 +28,14 @@ export function peakRssMiB(pid: number | undefined): number {
     return 0;
   }
 }
+
+/** Resident memory of a process now, in MiB. */
+export function rssMiB(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const kib = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return kib ? Math.round(Number(kib[1]) / 1024) : 0;
+  } catch {
+    return 0;
+  }
+}

@@ -169,7 +169,7 @@ function renderJob(out, job) {
   const list = el('ul', { class: 'images', 'aria-label': 'Images' });
   for (const image of job.images) {
     const item = el('li', { class: `image ${image.status}` });
-    item.append(image.url ? el('img', { src: image.url, alt: image.prompt, width: '128', height: '128' }) : el('div', { class: 'placeholder', 'aria-hidden': 'true' }));
+    item.append(image.url ? el('img', { src: image.url, alt: image.prompt, width: '128', height: String(image.width > 0 ? Math.round((128 * image.height) / image.width) : 128) }) : el('div', { class: 'placeholder', 'aria-hidden': 'true' }));
     item.append(el('span', { class: 'prompt' }, image.prompt), el('span', { class: 'status' }, image.error ? `${image.status}: ${image.error}` : image.status));
     list.append(item);
   }
@@ -181,7 +181,8 @@ document.querySelector('[data-generate]')?.addEventListener('submit', async (eve
   const out = document.querySelector('[data-generate-result]');
   out.replaceChildren(el('p', {}, 'Starting…'));
   try {
-    const created = await post('/console/playground/generate', { prompts: event.currentTarget.elements.prompts.value });
+    // The whole form: prompts, size, format and seed.
+    const created = await postForm(event.currentTarget);
     balance(created.credits);
     const events = new EventSource(`/console/playground/jobs/${created.jobId}/events`);
     events.addEventListener('job', (e) => renderJob(out, JSON.parse(e.data)));

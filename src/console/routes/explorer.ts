@@ -1,7 +1,7 @@
 import { getStaticFile } from 'ruru/static';
 import type { ClientTokens } from '../../domain/client-tokens/service.js';
 import { AppError } from '../../domain/errors.js';
-import { actorOf, callerOf, pageContext } from '../context.js';
+import { callerOf, pageContext } from '../context.js';
 import { sendHtml } from '../render.js';
 import { explorerPage } from '../views/explorer.js';
 import { SESSION, type ConsoleRoute } from './types.js';
@@ -21,14 +21,14 @@ const INITIAL_QUERY = `query Balance {
  * only: ruru's four inline scripts are allowed by hash, and styles may be inline (Monaco and GraphiQL
  * set them at run time).
  */
-const explorerRoutes: ConsoleRoute<{ tokens: Pick<ClientTokens, 'mintForConsole'>; host: string; imageOrigin: string }> = async (app, s) => {
+const explorerRoutes: ConsoleRoute<{ tokens: Pick<ClientTokens, 'mintForConsole'>; imageOrigin: string }> = async (app, s) => {
   app.get('/explorer', SESSION, async (request, reply) => {
     const caller = callerOf(request);
     // As the browser will send it in Origin: its scheme (PUBLIC_BASE_URL's when that is https, whatever
     // the last hop says), and a default port (Host: example.com:443) left out.
     const secure = request.servedOverHttps;
     const origin = originOf(`${secure ? 'https' : 'http'}://${request.headers.host ?? 'localhost'}`);
-    const minted = await s.tokens.mintForConsole({ accountId: caller.principal.accountId, userId: caller.principal.userId, role: caller.role }, origin, actorOf(request, s.host));
+    const minted = await s.tokens.mintForConsole({ accountId: caller.principal.accountId, userId: caller.principal.userId, role: caller.role, sessionId: caller.sessionId }, origin);
     const page = explorerPage(pageContext(request, '/console/explorer'), {
       staticPath: STATIC_PATH,
       subscriptionEndpoint: `${secure ? 'wss' : 'ws'}://${request.headers.host ?? 'localhost'}/graphql`,

@@ -14,8 +14,9 @@ type Deps = Pick<ConsoleServices, 'definitions' | 'jobs' | 'jobWatch' | 'credits
  * job's live progress as server-sent events. A refusal a person can fix is shown on the page.
  */
 const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
-  const render = async (request: FastifyRequest, reply: FastifyReply, state: Omit<PlaygroundState, 'credits'>) =>
-    sendHtml(reply, playgroundPage(pageContext(request, '/console/playground'), { credits: await balanceOf(s.credits, request), ...state }));
+  const offer = s.jobs.imageOptions();
+  const render = async (request: FastifyRequest, reply: FastifyReply, state: Omit<PlaygroundState, 'credits' | 'offer'>) =>
+    sendHtml(reply, playgroundPage(pageContext(request, '/console/playground'), { credits: await balanceOf(s.credits, request), offer, ...state }));
 
   app.get('/playground', needs('playground.use'), async (request, reply) => {
     const id = queryParam(request, 'job');
@@ -36,25 +37,30 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
     }
   });
 
-  app.post<{ Body: { prompts?: unknown } }>('/playground/generate', needs('playground.use'), async (request, reply) => {
+  app.post<{ Body: { prompts?: unknown; size?: unknown; format?: unknown; seed?: unknown } }>('/playground/generate', needs('playground.use'), async (request, reply) => {
     const text = typeof request.body?.prompts === 'string' ? request.body.prompts : '';
     // One prompt per line; blank lines are spacing, not prompts.
     const prompts = text.split(/\r?\n/).map((p) => p.trim()).filter(Boolean);
+    const form = { size: formText(request.body?.size), format: formText(request.body?.format), seed: formText(request.body?.seed) };
+    // A form sends text: a seed of digits is the number; anything else reaches the rule as it is.
+    const options = { size: form.size, format: form.format, seed: form.seed !== undefined && /^\d{1,10}$/.test(form.seed) ? Number(form.seed) : form.seed };
+    const chosen = { size: form.size, format: form.format, seed: form.seed };
     try {
-      const created = await s.jobs.create(callerOf(request).principal, prompts);
+      const created = await s.jobs.create(callerOf(request).principal, prompts, null, options);
       if (wantsJson(request)) return reply.code(201).send(created);
       const job = await s.jobs.get(callerOf(request).principal, created.jobId, { baseUrl: s.baseUrlOf(request) });
-      return render(request, reply.code(201), { prompts: text, created, job });
+      return render(request, reply.code(201), { prompts: text, chosen, created, job });
     } catch (err) {
       const e = translate(err, request);
       if (wantsJson(request) || e.httpStatus >= 500) throw e;
-      return render(request, reply.code(e.httpStatus), { prompts: text, generateError: e.message.replace(/^prompts/, 'Prompts') });
+      const message = e.message.replace(/^(prompts|size|format|seed)/, (field) => field[0]!.toUpperCase() + field.slice(1));
+      return render(request, reply.code(e.httpStatus), { prompts: text, chosen, generateError: message });
     }
   });
 
   /** Open live streams, ended when the app closes so shutdown never waits on a browser. */
   const streams = new Set<() => void>();
-  app.addHook('preClose', async () => {
+  app.addHook('preClose', async function endPlaygroundStreams() {
     for (const end of streams) end();
   });
 
@@ -92,5 +98,10 @@ const playgroundRoutes: ConsoleRoute<Deps> = async (app, s) => {
     }
   });
 };
+
+/** A form field's text; empty or absent: not given. */
+function formText(value: unknown): string | undefined {
+  return typeof value === 'string' && value.trim() !== '' ? value.trim() : undefined;
+}
 
 export default playgroundRoutes;

@@ -49,7 +49,7 @@ function historyTable(rows: HistoryRow[]): Html {
 function autoRechargeForm(ctx: PageContext, data: BillingPageData): Html {
   const settings = data.account.autoRecharge;
   const max = data.maxRechargesPerDay;
-  const usable = data.buyingEnabled && data.account.cardSaved && max > 0;
+  const usable = data.account.cardSaved && max > 0;
   const chosen = settings?.credits ?? data.catalog.packs[0]?.credits;
   const why = max === 0 ? 'Automatic recharge is turned off on this server.' : 'Automatic recharge needs a card saved by an earlier purchase.';
   return html`<section class="card" aria-labelledby="recharge-title">
@@ -90,6 +90,6 @@ ${
 }
 <h2>Purchase history</h2>
 ${historyTable(data.history)}
-${autoRechargeForm(ctx, data)}`,
+${data.buyingEnabled ? autoRechargeForm(ctx, data) : ''}`,
   );
 }

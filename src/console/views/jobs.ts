@@ -6,11 +6,16 @@ import { allowed, csrfField, page, type PageContext } from './layout.js';
 /** What a Cancel left to tell: the job as it is now, or why nothing happened. */
 export type JobsNotice = { job: JobView } | { error: string };
 
+/** A 128-pixel-wide thumbnail keeps the image's aspect ratio (a banner is not squeezed into a square). */
+function thumbHeight(image: { width: number; height: number }): number {
+  return image.width > 0 ? Math.round((128 * image.height) / image.width) : 128;
+}
+
 export function imageGrid(job: JobView): Html {
   return html`<ul class="images" aria-label="Images">
   ${job.images.map(
     (i) => html`<li class="image ${i.status}">
-    ${i.url ? html`<img src="${i.url}" alt="${i.prompt}" width="128" height="128" loading="lazy">` : html`<div class="placeholder" aria-hidden="true"></div>`}
+    ${i.url ? html`<img src="${i.url}" alt="${i.prompt}" width="128" height="${thumbHeight(i)}" loading="lazy">` : html`<div class="placeholder" aria-hidden="true"></div>`}
     <span class="prompt">${i.prompt}</span>
     <span class="status">${i.status}${i.error ? html`: ${i.error}` : ''}</span>
   </li>`,

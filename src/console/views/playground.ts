@@ -1,4 +1,5 @@
 import type { DefinitionResult } from '../../domain/ports.js';
+import type { ImageOffer } from '../../domain/jobs/options.js';
 import type { JobCreated, JobView } from '../../domain/jobs/types.js';
 import { html, type Html } from '../html.js';
 import { imageGrid, jobSummary } from './jobs.js';
@@ -10,10 +11,16 @@ export interface PlaygroundState {
   definition?: DefinitionResult;
   lookupError?: string;
   prompts?: string;
+  /** What the deployment offers: the Size and Format choices, and whether there is a Seed. */
+  offer: ImageOffer;
+  /** The options as the form sent them (kept on the page after a refusal). */
+  chosen?: { size?: string; format?: string; seed?: string };
   created?: JobCreated;
   job?: JobView;
   generateError?: string;
 }
+
+const FORMAT_NAMES = { png: 'PNG', webp: 'WebP', jpeg: 'JPEG' } as const;
 
 export function playgroundPage(ctx: PageContext, s: PlaygroundState): Html {
   return page(
@@ -40,7 +47,18 @@ export function playgroundPage(ctx: PageContext, s: PlaygroundState): Html {
     ${csrfField(ctx.csrfToken)}
     <label for="prompts">Prompts</label>
     <textarea id="prompts" name="prompts" rows="4" required aria-describedby="prompts-hint">${s.prompts ?? ''}</textarea>
-    <p id="prompts-hint" class="hint">One prompt per line; one image (and 1 credit) each.</p>
+    <p id="prompts-hint" class="hint">One prompt per line; one image (and 1 credit) each, whatever the options.</p>
+    <div class="options">
+      <div><label for="size">Size</label>
+      <select id="size" name="size">${s.offer.sizes.map((size) => html`<option value="${size}"${(s.chosen?.size ?? s.offer.defaultSize) === size ? html` selected` : ''}>${size}</option>`)}</select></div>
+      <div><label for="format">Format</label>
+      <select id="format" name="format">${s.offer.formats.map((f) => html`<option value="${f}"${(s.chosen?.format ?? 'png') === f ? html` selected` : ''}>${FORMAT_NAMES[f]}</option>`)}</select></div>
+      ${s.offer.seed
+        ? html`<div><label for="seed">Seed</label>
+      <input id="seed" name="seed" inputmode="numeric" pattern="[0-9]*" maxlength="10" value="${s.chosen?.seed ?? ''}" aria-describedby="seed-hint" autocomplete="off"></div>`
+        : ''}
+    </div>
+    ${s.offer.seed ? html`<p id="seed-hint" class="hint">Optional. The same prompt, seed, size and format make the same image.</p>` : ''}
     <button type="submit">Generate</button>
   </form>
   <div class="result" aria-live="polite" data-generate-result>

@@ -27,12 +27,12 @@ ${dailyBarChart('Credits spent per day', {
 ${
   opts.rows.length === 0
     ? html`<p class="empty">No charged calls in this range.</p>`
-    : html`<div class="table-wrap"><table>
+    : html`<div class="table-wrap"><table class="cards-sm">
   <caption>Charged calls per day, service and key (UTC days)</caption>
   <thead><tr><th scope="col">Day</th><th scope="col">Service</th><th scope="col">Key</th><th scope="col" class="num">Calls</th><th scope="col" class="num">Credits</th><th scope="col" class="num">Refunded</th></tr></thead>
   <tbody>
   ${opts.rows.map(
-    (r) => html`<tr><td>${day(r.day)}</td><td>${r.service === 'images' ? 'Images' : 'Definitions'}</td><td>${opts.sourceName(r.source)}</td><td class="num">${r.calls}</td><td class="num">${r.credits}</td><td class="num">${r.refunded}</td></tr>`,
+    (r) => html`<tr><td data-label="Day">${day(r.day)}</td><td data-label="Service">${r.service === 'images' ? 'Images' : 'Definitions'}</td><td data-label="Key">${opts.sourceName(r.source)}</td><td data-label="Calls" class="num">${r.calls}</td><td data-label="Credits" class="num">${r.credits}</td><td data-label="Refunded" class="num">${r.refunded}</td></tr>`,
   )}
   </tbody>
 </table></div>`

@@ -105,11 +105,17 @@ function thresholdForm(ctx: PageContext, state: LowCreditsState): Html {
 </section>`;
 }
 
+/** Every event type, as the add form offers them: `a`, `b` and `c`. */
+function eventList(): Html {
+  const codes = WEBHOOK_EVENT_TYPES.map((type) => html`<code>${type}</code>`);
+  return html`${codes.slice(0, -1).map((code, i) => html`${i > 0 ? ', ' : ''}${code}`)} and ${codes.at(-1)!}`;
+}
+
 export function webhooksPage(ctx: PageContext, data: WebhooksPageData): Html {
   return page(
     ctx,
     'Webhooks',
-    html`<p class="lead">Endpoints receive <code>job.completed</code>, <code>job.failed</code>, <code>job.canceled</code>, <code>credits.low</code> and <code>credits.recharge_failed</code> as signed POST requests (Standard Webhooks). Failed deliveries are retried for about three days.</p>
+    html`<p class="lead">Endpoints receive ${eventList()} as signed POST requests (Standard Webhooks). Failed deliveries are retried for about three days.</p>
 ${data.created ? createdPanel(data.created) : ''}
 ${allowed(ctx, 'webhooks.manage') ? addForm(ctx, data) : ''}
 <h2>Endpoints</h2>

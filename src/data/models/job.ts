@@ -1,4 +1,5 @@
 import { Schema, type Connection, type Model } from 'mongoose';
+import { IMAGE_FORMATS } from '../../domain/jobs/options.js';
 import { IMAGE_STATUSES, JOB_STATUSES } from '../../domain/jobs/types.js';
 
 /** Stored shape of a job (collection `jobs`); `_id` is the job id (UUID v4 string). */
@@ -17,12 +18,19 @@ export interface JobDoc {
   charged: boolean;
   withdrawing?: boolean;
   request?: string;
+  options?: { size: string; format: 'png' | 'webp' | 'jpeg'; seed: number | null; negativePrompt: string | null };
+  oldestStoredAt?: Date;
+  retentionSwept?: boolean;
   images: {
     index: number;
     prompt: string;
     status: (typeof IMAGE_STATUSES)[number];
     attempt: number;
     fileId: string | null;
+    contentType?: string;
+    width?: number;
+    height?: number;
+    expiredAt?: Date | null;
     error: string | null;
     refund: 'none' | 'pending' | 'done';
     startedAt: Date | null;
@@ -43,6 +51,10 @@ const imageSchema = new Schema(
     status: { type: String, enum: IMAGE_STATUSES, required: true },
     attempt: { type: Number, required: true, default: 0 },
     fileId: { type: String, default: null },
+    contentType: { type: String },
+    width: { type: Number },
+    height: { type: Number },
+    expiredAt: { type: Date },
     error: { type: String, default: null },
     refund: { type: String, enum: ['none', 'pending', 'done'], required: true, default: 'none' },
     startedAt: { type: Date, default: null },
@@ -68,13 +80,21 @@ const jobSchema = new Schema<JobDoc>(
     charged: { type: Boolean, required: true },
     withdrawing: { type: Boolean },
     request: { type: String },
+    options: {
+      type: new Schema(
+        { size: String, format: { type: String, enum: IMAGE_FORMATS }, seed: { type: Number, default: null }, negativePrompt: { type: String, default: null } },
+        { _id: false },
+      ),
+    },
+    oldestStoredAt: { type: Date },
+    retentionSwept: { type: Boolean },
     images: { type: [imageSchema], required: true },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },
     completedAt: { type: Date, default: null },
     eventPending: { type: Boolean },
   },
-  // updatedAt is written explicitly by every update: the GraphQL subscription keys on it.
+  // updatedAt is written by every visible update, with $max: stamps taken before concurrent writes never move it back.
   { collection: 'jobs', versionKey: false, timestamps: false, autoIndex: true },
 );
 
@@ -85,6 +105,8 @@ jobSchema.index({ status: 1, updatedAt: 1 });
 jobSchema.index({ charged: 1, createdAt: 1 });
 // A retry with an Idempotency-Key finds the jobs of its earlier attempts (only keyed creates set it).
 jobSchema.index({ request: 1 }, { sparse: true });
+// Retention: jobs holding bytes older than IMAGE_RETENTION (and, by completedAt, jobs from before it).
+jobSchema.index({ oldestStoredAt: 1, completedAt: 1 });
 
 export function jobModel(connection: Connection): Model<JobDoc> {
   return (connection.models.Job as Model<JobDoc> | undefined) ?? connection.model<JobDoc>('Job', jobSchema);

@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js';
 import { costOf } from '../operations/catalog.js';
 import { parseKeyword } from '../definitions/validation.js';
+import { parseImageOptions } from '../jobs/options.js';
 import { parsePrompts, type PromptLimits } from '../jobs/validation.js';
 import type { DefinitionService, ImageJobService } from '../ports.js';
 import type { Principal } from '../principal.js';
@@ -45,10 +46,12 @@ export function withTokenBudgets(
       },
     }),
     jobs: overriding(jobs, {
-      create: (principal, prompts, attempt) => {
-        if (!principal.token) return jobs.create(principal, prompts, attempt);
+      create: (principal, prompts, attempt, options) => {
+        if (!principal.token) return jobs.create(principal, prompts, attempt, options);
         const cost = costOf('generate', parsePrompts(prompts, limits).length);
-        return spend(principal, cost, () => jobs.create(principal, prompts, attempt));
+        // Refused options never touch the budget, as refused prompts do not.
+        parseImageOptions(options, jobs.imageOptions());
+        return spend(principal, cost, () => jobs.create(principal, prompts, attempt, options));
       },
     }),
   };

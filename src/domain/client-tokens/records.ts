@@ -14,6 +14,10 @@ export interface ClientTokenRecord {
   scopes: readonly ClientScope[];
   /** The most this token may spend in total; null: only the account's balance limits it. */
   maxCredits: number | null;
+  /** Runs only the account's registered (trusted) documents; false for tokens from before the option. */
+  trustedDocumentsOnly: boolean;
+  /** The console session a console token was minted in: it ends with that session. Null for tokens of a key (and older console tokens). */
+  sessionId: string | null;
   createdAt: Date;
   expiresAt: Date;
 }

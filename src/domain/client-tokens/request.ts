@@ -53,6 +53,10 @@ export const mintRequestSchema = z.object(
       .min(1, CREDITS_RULE)
       .meta({ description: 'The most credits this token may spend in total (default: no cap but the balance).' })
       .nullish(),
+    trustedDocumentsOnly: z
+      .boolean({ error: 'must be true or false' })
+      .meta({ description: 'Only operations registered with `PUT /api/graphql/documents` may run with the token (default false).' })
+      .nullish(),
   },
   { error: 'must be a JSON object' },
 );
@@ -62,6 +66,7 @@ export interface MintRequest {
   scopes: ClientScope[];
   ttlSeconds: number;
   maxCredits: number | null;
+  trustedDocumentsOnly: boolean;
 }
 
 /**
@@ -83,5 +88,6 @@ export function parseMintRequest(input: unknown, keyScopes: readonly ClientScope
     scopes,
     ttlSeconds: body.ttlSeconds ?? TOKEN_TTL.default,
     maxCredits: body.maxCredits ?? null,
+    trustedDocumentsOnly: body.trustedDocumentsOnly ?? false,
   };
 }

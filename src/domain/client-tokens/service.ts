@@ -9,6 +9,9 @@ import { CLIENT_SCOPES, type ClientScope } from './scopes.js';
 import { keyHas, keyMayRun } from '../operations/access.js';
 
 
+/** How long a console token's member, once read, is taken as it was (CONTRACT: within 5 s on every instance). */
+export const MEMBER_RECHECK_MS = 2_000;
+
 /** A minted token as shown once. */
 export interface MintedToken {
   token: string;
@@ -16,6 +19,7 @@ export interface MintedToken {
   origins: string[];
   scopes: ClientScope[];
   maxCredits: number | null;
+  trustedDocumentsOnly: boolean;
 }
 
 /** Expected outcomes of checking a token are values; the edge turns a refusal into the contract's error. */
@@ -28,6 +32,11 @@ export interface ClientTokenDeps {
   audit: AuditStore;
   /** The key's grant while it exists, is not deleted and has not expired, as every instance sees it (the key verifier's rule); else null. */
   liveKey(keyId: string): Promise<KeyGrant | null>;
+  /**
+   * A console token's member as every instance sees them now: their role in the account while they are
+   * a member and (for tokens minted in a session) that session is alive; else null.
+   */
+  liveMember(accountId: string, userId: string, sessionId: string | null): Promise<Role | null>;
   now?: () => Date;
 }
 
@@ -39,6 +48,8 @@ export interface ClientTokenDeps {
 export class ClientTokens {
   private readonly now: () => Date;
   private readonly cache = new Map<string, ClientTokenRecord>();
+  /** A console token's member as last read, per token, for MEMBER_RECHECK_MS at most. */
+  private readonly members = new Map<string, { role: Role | null; readAt: number }>();
 
   constructor(private readonly deps: ClientTokenDeps) {
     this.now = deps.now ?? (() => new Date());
@@ -57,15 +68,23 @@ export class ClientTokens {
 
   /**
    * The console's own token (the explorer's): for a signed-in user, bound to the console's origin,
-   * every scope, 15 minutes; the page mints a new one whenever it loads. No key minted it, so no key's
-   * deletion ends it: its short life does.
+   * the scopes of their role, 15 minutes; the page mints a new one whenever it loads. It belongs to its
+   * member: it stops when they are removed, their session ends (sign-out, a password change or reset),
+   * and does only what their role allows now (verify()). Not audited: the member created nothing by
+   * opening a page, and the session it serves is audited at sign-in.
    */
-  async mintForConsole(caller: { accountId: string; userId: string; role: Role }, origin: string, actor: AuditActor): Promise<MintedToken> {
+  async mintForConsole(caller: { accountId: string; userId: string; role: Role; sessionId: string }, origin: string): Promise<MintedToken> {
     if (!isExactOrigin(origin)) throw invalid('origin', 'origin must be a web origin');
-    return this.create({ accountId: caller.accountId, keyId: null, userId: caller.userId }, { origins: [origin], scopes: explorerScopes(caller.role), ttlSeconds: TOKEN_TTL.default, maxCredits: null }, actor);
+    return this.create(
+      { accountId: caller.accountId, keyId: null, userId: caller.userId },
+      { origins: [origin], scopes: explorerScopes(caller.role), ttlSeconds: TOKEN_TTL.default, maxCredits: null, trustedDocumentsOnly: false },
+      null,
+      caller.sessionId,
+    );
   }
 
-  private async create(principal: Principal, request: MintRequest, actor: AuditActor): Promise<MintedToken> {
+  /** Stores a new token; `actor` is who is audited as creating it (null: the console's own, not audited). */
+  private async create(principal: Principal, request: MintRequest, actor: AuditActor | null, sessionId: string | null = null): Promise<MintedToken> {
     const token = generateToken();
     const createdAt = this.now();
     const expiresAt = new Date(createdAt.getTime() + request.ttlSeconds * 1000);
@@ -77,20 +96,24 @@ export class ClientTokens {
       origins: request.origins,
       scopes: request.scopes,
       maxCredits: request.maxCredits,
+      trustedDocumentsOnly: request.trustedDocumentsOnly,
+      sessionId,
       createdAt,
       expiresAt,
     });
-    await this.deps.audit.record(
-      {
-        ...actor,
-        event: 'client_token.created',
-        accountId: principal.accountId,
-        keyId: principal.keyId,
-        details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits },
-      },
-      createdAt,
-    );
-    return { token, expiresAt, origins: request.origins, scopes: request.scopes, maxCredits: request.maxCredits };
+    if (actor) {
+      await this.deps.audit.record(
+        {
+          ...actor,
+          event: 'client_token.created',
+          accountId: principal.accountId,
+          keyId: principal.keyId,
+          details: { tokenId: record.id, origins: request.origins, scopes: request.scopes, ttlSeconds: request.ttlSeconds, maxCredits: request.maxCredits, trustedDocumentsOnly: request.trustedDocumentsOnly },
+        },
+        createdAt,
+      );
+    }
+    return { token, expiresAt, origins: request.origins, scopes: request.scopes, maxCredits: request.maxCredits, trustedDocumentsOnly: request.trustedDocumentsOnly };
   }
 
   /** Checks a `wi_tok_` value presented from `origin` (the request's Origin header). */
@@ -103,16 +126,37 @@ export class ClientTokens {
     const key = record.keyId !== null ? await this.deps.liveKey(record.keyId) : null;
     if (record.keyId !== null && !key) return { ok: false, reason: 'invalid_client_token' };
     if (origin === undefined || !record.origins.includes(origin)) return { ok: false, reason: 'origin_not_allowed' };
+    let scopes = record.scopes;
+    if (record.keyId === null && record.userId !== null) {
+      const role = await this.memberRole(record);
+      if (!role) return { ok: false, reason: 'invalid_client_token' };
+      const allowed = explorerScopes(role);
+      scopes = scopes.filter((scope) => allowed.includes(scope));
+    }
     return {
       ok: true,
       principal: {
         accountId: record.accountId,
         keyId: record.keyId,
         ...(record.userId ? { userId: record.userId } : {}),
-        token: { tokenId: record.id, origins: record.origins, scopes: record.scopes, maxCredits: record.maxCredits, expiresAt: record.expiresAt },
+        token: { tokenId: record.id, origins: record.origins, scopes, maxCredits: record.maxCredits, trustedDocumentsOnly: record.trustedDocumentsOnly, expiresAt: record.expiresAt },
         ...key,
       },
     };
+  }
+
+  /**
+   * The console token's member, read again at most every MEMBER_RECHECK_MS: a removal, a demotion or an
+   * ended session reaches every instance within that (plus one request).
+   */
+  private async memberRole(record: ClientTokenRecord): Promise<Role | null> {
+    const nowMs = this.now().getTime();
+    const known = this.members.get(record.id);
+    if (known && nowMs - known.readAt < MEMBER_RECHECK_MS) return known.role;
+    const role = await this.deps.liveMember(record.accountId, record.userId!, record.sessionId);
+    if (this.members.size >= 10_000) for (const [id, m] of this.members) if (nowMs - m.readAt >= MEMBER_RECHECK_MS) this.members.delete(id);
+    if (this.members.size < 10_000) this.members.set(record.id, { role, readAt: nowMs });
+    return role;
   }
 
   private async load(hash: string): Promise<ClientTokenRecord | null> {

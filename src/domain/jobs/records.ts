@@ -1,5 +1,6 @@
 import type { ChargeHolder } from '../principal.js';
 import type { UsageTag } from '../usage/types.js';
+import type { ImageOptions } from './options.js';
 import type { FinalJobStatus, ImageStatus, JobStatus } from './types.js';
 
 /** Refund state of one image: a failed or canceled image moves none → pending → done, each step once. */
@@ -12,7 +13,14 @@ export interface ImageRecord {
   status: ImageStatus;
   /** Number of times a worker claimed this image; guards every later state change of the image. */
   attempt: number;
+  /** The stored bytes (ImageStore's id); null until succeeded, and again once retention deleted them. */
   fileId: string | null;
+  /** Of the stored bytes, set on success; absent on images stored before options existed (PNG). */
+  contentType?: string;
+  width?: number;
+  height?: number;
+  /** Set once, by the retention sweep that deletes the bytes (so only one sweep deletes them). */
+  expiredAt?: Date | null;
   error: string | null;
   refund: RefundState;
   startedAt: Date | null;
@@ -49,6 +57,15 @@ export interface JobRecord {
   withdrawing?: boolean;
   /** The idempotent request that created it (its `ref`), so a retry with the same key finds it. */
   request?: string;
+  /** Size, format, seed and negative prompt, defaults filled in; absent on jobs from before options. */
+  options?: ImageOptions;
+  /**
+   * When the oldest image whose bytes are still stored succeeded: the retention sweep's index. Absent
+   * while nothing is stored, and on jobs from before retention (the sweep finds those by completedAt,
+   * once: `retentionSwept`).
+   */
+  oldestStoredAt?: Date;
+  retentionSwept?: boolean;
   images: ImageRecord[];
   createdAt: Date;
   updatedAt: Date;
@@ -102,8 +119,11 @@ export interface JobStore {
    */
   claimImage(jobId: string, index: number, now: Date, staleBefore: Date, heartbeatAt: Date): Promise<ImageTransition | null>;
   heartbeat(jobId: string, index: number, attempt: number, at: Date): Promise<boolean>;
-  /** running(attempt) → succeeded; returns the job and image after the update, null if the attempt is no longer current. */
-  completeImage(jobId: string, index: number, attempt: number, fileId: string, now: Date): Promise<ImageTransition | null>;
+  /**
+   * running(attempt) → succeeded with the stored bytes (and oldestStoredAt lowered to `now`); returns the
+   * job and image after the update, null if the attempt is no longer current.
+   */
+  completeImage(jobId: string, index: number, attempt: number, stored: StoredImageRef, now: Date): Promise<ImageTransition | null>;
   /** running(attempt) → failed with refund pending; returns the job and image after the update or null. */
   failImage(jobId: string, index: number, attempt: number, error: string, now: Date): Promise<ImageTransition | null>;
   /** running(attempt) → queued, for a retry later; returns the job and image after the update or null. */
@@ -135,6 +155,32 @@ export interface JobStore {
   findUncharged(createdBefore: Date, limit: number): Promise<JobRecord[]>;
   /** Sweep: charged, non-final jobs not updated since the cutoff. */
   findStalled(updatedBefore: Date, limit: number): Promise<JobRecord[]>;
+
+  /**
+   * Retention: jobs that may hold bytes of images that succeeded at or before `cutoff` (oldestStoredAt
+   * at or before it, or a job from before retention completed at or before it).
+   */
+  findRetained(cutoff: Date, limit: number): Promise<JobRecord[]>;
+  /**
+   * Retention: marks a succeeded image expired, once: only while it still holds `fileId`, is not
+   * expired and succeeded at or before `cutoff`. True for the one caller that marked it.
+   */
+  expireImage(jobId: string, index: number, fileId: string, cutoff: Date, now: Date): Promise<boolean>;
+  /** Retention: the bytes of an expired image are gone: forgets its fileId. */
+  forgetFile(jobId: string, index: number, fileId: string): Promise<void>;
+  /**
+   * Retention: sets oldestStoredAt (null: nothing stored any more, the job is swept), unless the job
+   * changed since `updatedAt` (a later sweep redoes it).
+   */
+  setOldestStored(jobId: string, updatedAt: Date, oldest: Date | null): Promise<void>;
+}
+
+/** What completeImage records of the stored bytes. */
+export interface StoredImageRef {
+  fileId: string;
+  contentType: string;
+  width: number;
+  height: number;
 }
 
 /** The credit operations jobs need; the gateway core's CreditService provides them (once per opId). */

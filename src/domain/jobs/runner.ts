@@ -1,7 +1,7 @@
-import type { ImageProvider } from '../../providers/images/types.js';
-import { isRetryableError } from '../../providers/images/types.js';
-import type { ImageStore } from '../../storage/types.js';
+import { ProviderError, isRetryableError, type GenerateOptions, type GeneratedImage, type ImageProvider } from '../../providers/images/types.js';
+import type { ImageKey, ImageStore } from '../../storage/types.js';
 import { noMetrics, type DomainMetrics } from '../metrics.js';
+import { parseSize, seedOf, type ImageOptions } from './options.js';
 import type { JobCredits, JobStore, JobSummary } from './records.js';
 import { JobSettlement } from './settlement.js';
 
@@ -77,12 +77,20 @@ export class ImageRunner {
     const started = performance.now();
     let seconds = 0;
     try {
-      const generated = await this.deps.provider.generate(image.prompt, { signal });
+      const options = claimed.job.options;
+      const size = options ? parseSize(options.size) : null;
+      const generated = await this.deps.provider.generate(image.prompt, { signal, ...generateOptions(options, index) });
       seconds = (performance.now() - started) / 1000;
-      const stored = await this.deps.images.put({ jobId, index, attempt }, generated);
+      const stored = await this.storeImage({ jobId, index, attempt }, generated);
       fileId = stored.fileId;
       stopHeartbeat();
-      const after = await jobs.completeImage(jobId, index, attempt, stored.fileId, new Date());
+      const ref = {
+        fileId: stored.fileId,
+        contentType: generated.contentType,
+        width: generated.width ?? size?.width ?? 0,
+        height: generated.height ?? size?.height ?? 0,
+      };
+      const after = await jobs.completeImage(jobId, index, attempt, ref, new Date());
       if (!after) {
         await this.deps.images.delete(stored.fileId);
         return { kind: 'skipped', reason: 'attempt superseded before completion' };
@@ -110,6 +118,18 @@ export class ImageRunner {
       // Infrastructure fault (database, storage): give the image back and let the queue retry.
       await jobs.releaseImage(jobId, index, attempt, message, new Date()).catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * An image store that does not answer is retried as a provider's failure is (and the image refunded
+   * when its attempts run out), rather than holding the image until the queue's lock expires.
+   */
+  private async storeImage(key: ImageKey, generated: GeneratedImage) {
+    try {
+      return await this.deps.images.put(key, generated);
+    } catch (err) {
+      throw new ProviderError('provider_network_error', 'Image storage unavailable', { cause: err });
     }
   }
 
@@ -159,6 +179,12 @@ export class ImageRunner {
 /** Errors that are the provider's verdict on this prompt (they carry a `retryable` flag), not infrastructure faults. */
 function isProviderOutcome(err: unknown): boolean {
   return typeof err === 'object' && err !== null && typeof (err as { retryable?: unknown }).retryable === 'boolean' && 'code' in err && String((err as { code: unknown }).code).startsWith('provider_');
+}
+
+/** What the provider is asked for image `index` of a job with these options (none: its defaults). */
+function generateOptions(options: ImageOptions | undefined, index: number): GenerateOptions {
+  if (!options) return {};
+  return { size: parseSize(options.size) ?? undefined, format: options.format, seed: seedOf(options, index), negativePrompt: options.negativePrompt };
 }
 
 function errorText(err: unknown): string {

@@ -8,8 +8,9 @@ import type { ImageWorkQueue, JobCredits, JobRecord, JobStore } from './records.
 import { JobSettlement } from './settlement.js';
 import type { ImageUrlSigner } from './signed-urls.js';
 import type { JobCreated, JobView } from './types.js';
+import { parseImageOptions, type ImageOffer } from './options.js';
 import { isJobId, parsePrompts, type PromptLimits } from './validation.js';
-import { toJobView } from './view.js';
+import { signedViewing, toJobView, type PresignedUrls } from './view.js';
 
 export interface ImageJobServiceDeps {
   jobs: JobStore;
@@ -17,6 +18,15 @@ export interface ImageJobServiceDeps {
   queue: ImageWorkQueue;
   signer: ImageUrlSigner;
   limits: PromptLimits;
+  /** What the image provider offers: requests are validated against it. */
+  offer: ImageOffer;
+  /** IMAGE_RETENTION: images that succeeded this long ago are expired. Default: 30 days. */
+  retentionMs?: number;
+  /**
+   * Presigned URLs of the image store (IMAGE_URL_MODE=presigned): prepared before a view is built,
+   * then read synchronously; an image it has none for gets the gateway's signed URL.
+   */
+  presigned?: PresignedUrls;
   /** Overrides the per-request base address of image URLs (PUBLIC_BASE_URL). */
   publicBaseUrl?: string;
   /** Failures that do not fail the request (an enqueue the sweep will redo). */
@@ -26,6 +36,9 @@ export interface ImageJobServiceDeps {
 }
 
 export const MAX_PAGE_SIZE = 100;
+
+export const DEFAULT_RETENTION_MS = 30 * 24 * 3600 * 1000;
+
 
 /** Charge operation id of a job: one charge per job, whatever retries or sweeps happen. */
 export const jobChargeOpId = (jobId: string) => `job:${jobId}`;
@@ -74,8 +87,9 @@ export class ImageJobs implements ImageJobService {
    * a request that failed or died) first adopts the job an earlier attempt got accepted, or withdraws
    * one it left unaccepted: one key yields at most one charged job.
    */
-  async create(principal: Principal, input: unknown, attempt?: IdempotentAttempt | null): Promise<JobCreated> {
+  async create(principal: Principal, input: unknown, attempt?: IdempotentAttempt | null, optionsInput?: unknown): Promise<JobCreated> {
     const prompts = parsePrompts(input, this.deps.limits);
+    const options = parseImageOptions(optionsInput, this.deps.offer);
     if (attempt?.resumed) {
       const adopted = await this.adoptEarlierAttempt(principal, attempt.ref);
       if (adopted) return adopted;
@@ -100,6 +114,7 @@ export class ImageJobs implements ImageJobService {
       cancelRequestedAt: null,
       charged: false,
       ...(attempt ? { request: attempt.ref } : {}),
+      options,
       images: prompts.map((prompt, index) => ({
         index,
         prompt,
@@ -174,10 +189,15 @@ export class ImageJobs implements ImageJobService {
     return (await this.deps.credits.getAccount(accountId))?.credits ?? 0;
   }
 
+  imageOptions(): ImageOffer {
+    return this.deps.offer;
+  }
+
   async get(principal: Principal, jobId: unknown, ctx: JobUrlContext): Promise<JobView> {
     const id = normalizeJobId(jobId);
     const [job] = id ? await this.deps.jobs.findForAccount(principal.accountId, [id]) : [];
     if (!job) throw new AppError('job_not_found');
+    await this.presign([job]);
     return this.view(job, ctx);
   }
 
@@ -205,6 +225,7 @@ export class ImageJobs implements ImageJobService {
     const ids = jobIds.map(normalizeJobId);
     const valid = [...new Set(ids.filter((x): x is string => x !== null))];
     const found = valid.length ? await this.deps.jobs.findForAccount(principal.accountId, valid) : [];
+    await this.presign(found);
     const byId = new Map(found.map((j) => [j.id, j]));
     return ids.map((id) => {
       const job = id ? byId.get(id) : undefined;
@@ -220,6 +241,7 @@ export class ImageJobs implements ImageJobService {
     const after = page.after == null ? null : decodeCursor(page.after);
     const rows = await this.deps.jobs.listForAccount(principal.accountId, first + 1, after);
     const items = rows.slice(0, first);
+    await this.presign(items);
     const last = items.at(-1);
     return {
       items: items.map((j) => this.view(j, ctx)),
@@ -232,8 +254,18 @@ export class ImageJobs implements ImageJobService {
     return job.accountId === principal.accountId && job.charged ? this.view(job, ctx) : null;
   }
 
-  private view(job: JobRecord, ctx: JobUrlContext): JobView {
-    return toJobView(job, this.deps.signer, this.deps.publicBaseUrl ?? ctx.baseUrl);
+  private view(job: JobRecord, ctx: JobUrlContext, now = new Date()): JobView {
+    const { signer, presigned, offer } = this.deps;
+    const baseUrl = this.deps.publicBaseUrl ?? ctx.baseUrl;
+    return toJobView(job, signedViewing({ signer, baseUrl, offer, presigned, retentionMs: this.deps.retentionMs ?? DEFAULT_RETENTION_MS }), now);
+  }
+
+  /** Presigned mode: the URLs the views of these jobs will hold, made before the (synchronous) views. */
+  private async presign(jobs: readonly JobRecord[]): Promise<void> {
+    const { presigned, signer } = this.deps;
+    if (!presigned) return;
+    const files = jobs.flatMap((j) => j.images.filter((i) => i.status === 'succeeded' && i.fileId).map((i) => i.fileId!));
+    if (files.length) await presigned.prepare(files, signer.expiryFor(new Date()));
   }
 }
 

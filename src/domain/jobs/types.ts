@@ -8,14 +8,23 @@ export type ImageStatus = (typeof IMAGE_STATUSES)[number];
 export type FinalJobStatus = Extract<JobStatus, 'completed' | 'failed' | 'canceled'>;
 export const FINAL_JOB_STATUSES: ReadonlySet<JobStatus> = new Set<FinalJobStatus>(['completed', 'failed', 'canceled']);
 
+import type { ImageOptions } from './options.js';
+
 /** One image of a job as clients see it (REST GET, GraphQL `job`, `jobStatus`). */
 export interface ImageView {
   index: number;
   prompt: string;
   status: ImageStatus;
-  /** Signed, expiring URL; null until the image succeeded. */
+  /** Signed, expiring URL; null until the image succeeded, and once it expired. */
   url: string | null;
   error: string | null;
+  width: number;
+  height: number;
+  contentType: string;
+  /** The seed it was (or will be) drawn with: the job's seed + index; null without one. */
+  seed: number | null;
+  /** Older than IMAGE_RETENTION: its bytes are deleted and `url` is null. */
+  expired: boolean;
 }
 
 /** The job as clients see it: exactly the contract's fields, the same for REST and GraphQL. */
@@ -30,6 +39,7 @@ export interface JobView {
   createdAt: Date;
   updatedAt: Date;
   completedAt: Date | null;
+  options: ImageOptions;
   images: ImageView[];
 }
 

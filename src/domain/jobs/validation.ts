@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseWith, trimmedText } from '../validation.js';
+import { imageOptionsShape, type ImageOffer } from './options.js';
 
 export interface PromptLimits {
   maxPrompts: number;
@@ -19,9 +20,12 @@ export function promptsSchema(limits: PromptLimits) {
     .meta({ description: `1 to ${limits.maxPrompts} prompts, one image each; one credit per prompt.` });
 }
 
-/** `POST /api/playground/images`: a body that is not an object holds no prompts (`prompts is required`). */
-export function createJobRequestSchema(limits: PromptLimits) {
-  return z.preprocess((body) => (isPlainObject(body) ? body : {}), z.object({ prompts: promptsSchema(limits) }));
+/**
+ * `POST /api/playground/images`: the prompts and the options this deployment offers. A body that is not
+ * an object holds no prompts (`prompts is required`).
+ */
+export function createJobRequestSchema(limits: PromptLimits, offer: ImageOffer) {
+  return z.preprocess((body) => (isPlainObject(body) ? body : {}), z.object({ prompts: promptsSchema(limits), ...imageOptionsShape(offer) }));
 }
 
 const schemas = new Map<string, ReturnType<typeof promptsSchema>>();

@@ -13,7 +13,12 @@ export interface JobWatcherDeps {
  * A job as it changes, for any door that pushes (GraphQL `jobStatus`, the console's playground): the
  * job's current state first, then every change the caller may see, ending after `completed`, `failed`
  * or `canceled`. Listening starts BEFORE the current state is read, so a change landing in between is
- * not lost; events older than (or equal to) what was already sent are dropped.
+ * not lost. A push never goes back in time: every field a client sees of a job only moves forward (the
+ * job's status, each image's status, the counters, `completedAt`), so a change is pushed only when it
+ * is ahead of the last one pushed in at least one of them and behind in none. An event that arrives late
+ * (read before the current state, or delivered out of order by another writer's commit) is dropped,
+ * whatever its `updatedAt` says: workers stamp `updatedAt` before they write, so two writers' stamps can
+ * commit in the other order.
  */
 export class JobWatcher implements JobWatch {
   constructor(private readonly deps: JobWatcherDeps) {}
@@ -57,13 +62,25 @@ export class JobWatcher implements JobWatch {
   }
 }
 
-/** Later state than `prev`: a newer updatedAt, or the same instant with different visible content. */
-function isNewer(next: JobView, prev: JobView): boolean {
-  const dt = next.updatedAt.getTime() - prev.updatedAt.getTime();
-  if (dt !== 0) return dt > 0;
-  return visibleState(next) !== visibleState(prev);
-}
+const JOB_RANK: Record<JobView['status'], number> = { queued: 0, running: 1, completed: 2, failed: 2, canceled: 2 };
+const IMAGE_RANK: Record<JobView['images'][number]['status'], number> = { queued: 0, running: 1, succeeded: 2, failed: 2, canceled: 2 };
 
-function visibleState(v: JobView): string {
-  return `${v.status}|${v.succeededImages}|${v.failedImages}|${v.creditsRefunded}|${v.images.map((i) => i.status).join(',')}`;
+/** `next` is ahead of `prev` in some field a client sees and behind in none. */
+export function isNewer(next: JobView, prev: JobView): boolean {
+  let ahead = false;
+  const step = (n: number, p: number): boolean => {
+    if (n < p) return false;
+    if (n > p) ahead = true;
+    return true;
+  };
+  if (!step(JOB_RANK[next.status], JOB_RANK[prev.status])) return false;
+  if (!step(next.succeededImages, prev.succeededImages)) return false;
+  if (!step(next.failedImages, prev.failedImages)) return false;
+  if (!step(next.creditsRefunded, prev.creditsRefunded)) return false;
+  if (!step(next.completedAt ? 1 : 0, prev.completedAt ? 1 : 0)) return false;
+  const before = new Map(prev.images.map((i) => [i.index, IMAGE_RANK[i.status]]));
+  for (const image of next.images) {
+    if (!step(IMAGE_RANK[image.status], before.get(image.index) ?? 0)) return false;
+  }
+  return ahead;
 }

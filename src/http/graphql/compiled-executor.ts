@@ -26,7 +26,7 @@ export type CompiledExecution = (
 ) => Promise<ExecutionResult>;
 
 export function compiledExecution(schema: GraphQLSchema): CompiledExecution {
-  // Apollo's document store (and the direct path's, direct-path.ts) hands back the same DocumentNode for
+  // Apollo's document store hands back the same DocumentNode for
   // the same query text, so the compiled function lives exactly as long as the parsed document it was
   // made from. null: jit declined.
   const compiled = new WeakMap<DocumentNode, Map<string | undefined, CompiledQuery | null>>();

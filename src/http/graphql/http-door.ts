@@ -1,8 +1,7 @@
 /**
  * `/graphql` over HTTP: Apollo Server 5 on Fastify, behind the edge (which has already decided who is
- * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`). A plain operation (a JSON
- * POST of a document that parses and validates) takes the direct path (direct-path.ts), which answers
- * as Apollo would without its request pipeline's cost; everything else is Apollo's.
+ * calling: `auth: 'apiKeyOrToken'`, and added CORS headers: `cors: true`). Apollo answers every request
+ * through its own request pipeline; the product's work is in its plugins (admission, logging, metrics).
  *
  * Status codes (GraphQL-over-HTTP):
  *  - 200 when the operation executed, even if a field failed: `errors` carries the domain error
@@ -24,7 +23,8 @@ import {
   ApolloServerPluginInlineTraceDisabled,
   ApolloServerPluginLandingPageDisabled,
 } from '@apollo/server/plugin/disabled';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { Span } from '@opentelemetry/api';
 import type { GraphQLError } from 'graphql';
 import type { Config } from '../../config.js';
 import { AppError } from '../../domain/errors.js';
@@ -37,9 +37,10 @@ import { formatGraphQLError, isMaskedError, toRequestError } from '../../graphql
 import type { BaseUrlOf } from '../routes/types.js';
 import type { OperationAdmission } from './admission.js';
 import { apolloHandler } from './apollo-handler.js';
-import { compiledExecution, compiledExecutor } from './compiled-executor.js';
-import { directPath } from './direct-path.js';
+import { compiledExecution, compiledExecutor, type CompiledExecution } from './compiled-executor.js';
+import { endOperationSpan, inOperationSpan, nameOperationSpan, startOperationSpan } from '../../tracing/operations.js';
 import { SubscriptionsOverWebSocketOnly, type Execution } from './execution.js';
+import { trustDocuments } from './trusted-documents.js';
 
 export async function registerHttpDoor(
   app: FastifyInstance,
@@ -51,12 +52,18 @@ export async function registerHttpDoor(
     execution: Execution;
     baseUrlOf: BaseUrlOf;
     metrics?: Pick<TransportMetrics, 'graphqlOperation'>;
-    /** Every request through Apollo Server, none through the direct path (direct-path.ts): tests compare the two. */
-    apolloOnly?: boolean;
   },
 ): Promise<ApolloServer<GraphQLContext>> {
   const { path, config, services, execution, baseUrlOf } = opts;
-  const execute = compiledExecution(execution.schema);
+  const compiled = compiledExecution(execution.schema);
+  // With tracing on, each operation's span (a plugin below) is active while it executes.
+  const spans = config.OTEL_EXPORTER_OTLP_ENDPOINT ? new WeakMap<object, Span>() : undefined;
+  const execute: CompiledExecution = spans
+    ? (document, operationName, context, variables) => {
+        const span = spans.get(context as object);
+        return span ? inOperationSpan(span, () => compiled(document, operationName, context, variables)) : compiled(document, operationName, context, variables);
+      }
+    : compiled;
   const validationRules = [...execution.armorRules, SubscriptionsOverWebSocketOnly];
   const apollo = new ApolloServer<GraphQLContext>({
     // Executes with graphql-jit, one compiled function per document (compiled-executor.ts).
@@ -64,7 +71,9 @@ export async function registerHttpDoor(
     logger: app.log,
     introspection: config.GRAPHQL_INTROSPECTION,
     csrfPrevention: true,
-    persistedQueries: false,
+    // Automatic persisted queries as Apollo does them, in Apollo's bounded in-memory cache (per
+    // instance: a client whose hash another instance has not seen sends the text again, as APQ expects).
+    persistedQueries: { ttl: 24 * 3600 },
     allowBatchedHttpRequests: false,
     includeStacktraceInErrorResponses: false,
     // The gateway's own SIGTERM handler closes Fastify, which stops Apollo (the door's onClose). Apollo's
@@ -79,8 +88,10 @@ export async function registerHttpDoor(
       // No fastifyApolloDrainPlugin: it closes Fastify from apollo.stop(), and here Fastify's close
       // is what stops Apollo; Fastify drains its own connections.
       logMaskedErrors(app.log),
+      ...(services.documents ? [trustDocuments(services.documents)] : []),
       admitOperations(opts.admission),
       ...(opts.metrics ? [countOperations(opts.metrics)] : []),
+      ...(spans ? [traceOperations(spans)] : []),
       // No landing page: Apollo's loads a web IDE from a CDN; the console serves an explorer instead.
       ApolloServerPluginLandingPageDisabled(),
       // No cache hints (every operation is per caller and charged): without this default plugin Apollo
@@ -97,27 +108,9 @@ export async function registerHttpDoor(
     if (!principal) throw toRequestError(new AppError('internal_error', { message: 'request reached GraphQL unauthenticated' }));
     return createContext({ services, principal, requestId: String(request.id), urls: { baseUrl: baseUrlOf(request) }, ip: request.ip });
   };
-  const viaApollo = apolloHandler(apollo, async (request) => contextOf(request));
-  // The direct path answers plain operations as Apollo would, without its pipeline's cost; it needs
-  // every hook Apollo runs to be one it knows (armor's plugins are none with the options execution.ts sets).
-  const direct =
-    opts.apolloOnly || execution.armorPlugins.length > 0
-      ? undefined
-      : directPath({
-          schema: execution.schema,
-          validationRules,
-          introspection: config.GRAPHQL_INTROSPECTION,
-          maxTokens: execution.maxTokens,
-          formatError: execution.formatError,
-          admission: opts.admission,
-          execute,
-          contextOf: (request) => (request.principal ? contextOf(request) : undefined),
-          didEncounterErrors: (errors, context) => logMasked(app.log, errors, context.requestId),
-          answered: opts.metrics ? (operation, outcome) => opts.metrics!.graphqlOperation(operation, outcome) : undefined,
-        });
-  const handler = direct ? (request: FastifyRequest, reply: FastifyReply) => direct.answer(request, reply) ?? viaApollo(request, reply) : viaApollo;
+  const handler = apolloHandler(apollo, async (request) => contextOf(request));
 
-  await app.register(async (scope) => {
+  await app.register(async function graphqlOverHttp(scope) {
     // Errors raised before Apollo sees the request (authentication, body too large, bad JSON, wrong
     // content type) keep the edge's catalog status and headers and take the GraphQL response shape.
     scope.setErrorHandler((err, request, reply) => {
@@ -187,19 +180,38 @@ function countOperations(metrics: Pick<TransportMetrics, 'graphqlOperation'>): A
   return { requestDidStart: async () => listener };
 }
 
+/**
+ * One span per operation (src/tracing/operations.ts), from the moment Apollo starts the request to its
+ * answer: named once the operation is resolved, failed when the answer carries errors. The executor
+ * runs inside it (`spans`, keyed by the operation's context object, which Apollo hands to both).
+ */
+function traceOperations(spans: WeakMap<object, Span>): ApolloServerPlugin<GraphQLContext> {
+  return {
+    async requestDidStart({ contextValue }) {
+      const span = startOperationSpan();
+      spans.set(contextValue, span);
+      return {
+        async didResolveOperation({ operation }) {
+          nameOperationSpan(span, operation);
+        },
+        async willSendResponse({ errors, response }) {
+          const fieldErrors = response.body.kind === 'single' ? response.body.singleResult.errors : undefined;
+          endOperationSpan(span, errors?.length ? errors : fieldErrors);
+        },
+      };
+    },
+  };
+}
+
 /** Logs every error that reaches the client masked, with the request id to find it by. */
 function logMaskedErrors(log: FastifyBaseLogger): ApolloServerPlugin<GraphQLContext> {
   // One listener for every request: it keeps no state of its own.
   const listener = {
     async didEncounterErrors({ errors, contextValue }: { errors: readonly GraphQLError[]; contextValue?: GraphQLContext }) {
-      logMasked(log, errors, contextValue?.requestId);
+      for (const err of errors) {
+        if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId: contextValue?.requestId }, 'graphql: masked internal error');
+      }
     },
   };
   return { requestDidStart: async () => listener };
-}
-
-function logMasked(log: FastifyBaseLogger, errors: readonly GraphQLError[], requestId: string | undefined): void {
-  for (const err of errors) {
-    if (isMaskedError(err)) log.error({ err: err.originalError ?? err, requestId }, 'graphql: masked internal error');
-  }
 }

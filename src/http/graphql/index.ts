@@ -18,6 +18,7 @@ import { operationAdmission } from './admission.js';
 import { buildExecution } from './execution.js';
 import { registerHttpDoor } from './http-door.js';
 import { attachSocketDoor } from './socket-door.js';
+import { documentCheck, documentRoutes } from './trusted-documents.js';
 
 export const GRAPHQL_PATH = '/graphql';
 
@@ -41,8 +42,6 @@ export interface GraphQLDoorOptions {
   databaseDown?: () => boolean;
   /** Told of every operation (HTTP and WebSocket) and every WebSocket opened and closed. */
   metrics?: Pick<TransportMetrics, 'graphqlOperation' | 'websocketOpened' | 'websocketClosed'>;
-  /** Every HTTP request through Apollo Server, none through the direct path (http-door.ts): tests compare the two. */
-  apolloOnly?: boolean;
 }
 
 /** Registers `/graphql` (HTTP and WebSocket) on `app`. Call before `app.listen()`/`app.ready()`. */
@@ -53,7 +52,8 @@ export async function registerGraphQL(app: FastifyInstance, opts: GraphQLDoorOpt
   const credentials = opts.credentials ?? createCredentials({ keys: services.keys });
   // One admission for both transports: the catalog's permissions and rate units, the credential, the caps.
   const admission = operationAdmission({ execution, credentials });
-  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, admission, execution, baseUrlOf, metrics: opts.metrics, apolloOnly: opts.apolloOnly });
+  if (services.documents) await app.register(documentRoutes, { documents: services.documents, check: documentCheck(execution) });
+  const apollo = await registerHttpDoor(app, { path: GRAPHQL_PATH, config, services, admission, execution, baseUrlOf, metrics: opts.metrics });
   const sockets = attachSocketDoor(app, {
     path: GRAPHQL_PATH,
     config,

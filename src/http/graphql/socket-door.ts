@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { Span } from '@opentelemetry/api';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError, type OperationDefinitionNode } from 'graphql';
+import { execute, getOperationAST, GraphQLError, subscribe, type ExecutionArgs, type ExecutionResult, type OperationDefinitionNode } from 'graphql';
 import { useServer, type Extra } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../../config.js';
@@ -24,6 +25,9 @@ import type { BaseUrlOf } from '../routes/types.js';
 import { refusalError, type OperationAdmission } from './admission.js';
 import type { Execution } from './execution.js';
 import { subscriptionCaps } from './subscription-caps.js';
+import { trustedOnly } from './trusted-documents.js';
+import type { Principal } from '../../domain/principal.js';
+import { endOperationSpan, inOperationSpan, nameOperationSpan, startOperationSpan } from '../../tracing/operations.js';
 
 interface Connection {
   caller?: SocketCaller;
@@ -57,10 +61,37 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
   const callers = new SocketCallers({ credentials: opts.credentials, databaseDown: opts.databaseDown, log, maxSubscriptions: config.GRAPHQL_MAX_SUBSCRIPTIONS_PER_SOCKET });
   const caps = subscriptionCaps(config);
   const metrics = opts.metrics;
+  /**
+   * The text a subscribe runs: its `query`, or, sent by hash alone (Apollo's persisted query extension),
+   * the account's registered document of that hash. A `trustedDocumentsOnly` token runs only those.
+   */
+  const documentOf = async (principal: Principal, payload: { query: string; extensions?: Record<string, unknown> | null }): Promise<string | GraphQLError> => {
+    const hash = (payload.extensions?.persistedQuery as { sha256Hash?: unknown } | undefined)?.sha256Hash;
+    const sha256Hash = typeof hash === 'string' ? hash : null;
+    if (payload.query && !trustedOnly(principal)) return payload.query;
+    if (!payload.query && !sha256Hash) return payload.query;
+    const body = services.documents ? await services.documents.trusted(principal.accountId, { query: payload.query || null, sha256Hash }) : null;
+    if (body !== null) return payload.query || body;
+    if (trustedOnly(principal)) return refusalError(new AppError('document_not_trusted'));
+    return new GraphQLError('PersistedQueryNotFound', { extensions: { code: 'PERSISTED_QUERY_NOT_FOUND' } });
+  };
+  // With tracing on, one span per operation (src/tracing/operations.ts), by request id (`<connection>/<id>`).
+  const spans = config.OTEL_EXPORTER_OTLP_ENDPOINT ? new Map<string, Span>() : undefined;
+  const endSpan = (requestId: string, errors?: readonly { message: string }[]) => {
+    const span = spans?.get(requestId);
+    if (!span) return;
+    spans!.delete(requestId);
+    endOperationSpan(span, errors);
+  };
+  const inSpanOf = <T>(args: ExecutionArgs, work: () => T): T => {
+    const span = spans?.get((args.contextValue as GraphQLContext).requestId);
+    return span ? inOperationSpan(span, work) : work();
+  };
 
   const server = useServer<Record<string, unknown>, { conn: Connection }>(
     {
       schema: execution.schema,
+      ...(spans ? { execute: (args: ExecutionArgs) => inSpanOf(args, () => execute(args)), subscribe: (args: ExecutionArgs) => inSpanOf(args, () => subscribe(args)) } : {}),
       async onConnect(ctx) {
         const extra = ctx.extra as WsExtra;
         const caller = await callers.connect(extra.socket, ctx.connectionParams, extra.request);
@@ -71,6 +102,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
         // graphql-ws returns every open subscription on close; their places under the caps go now.
         extra.socket.once('close', () => {
           metrics?.websocketClosed();
+          if (spans) for (const requestId of spans.keys()) if (requestId.startsWith(`${conn.connectionId}/`)) endSpan(requestId);
           for (const id of [...conn.subscriptions]) caps.release(conn, id);
           for (const guarded of conn.guarded.values()) guarded.release();
           conn.guarded.clear();
@@ -80,6 +112,9 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
       async onSubscribe(ctx, id, payload): Promise<ExecutionArgs | readonly GraphQLError[]> {
         const conn = (ctx.extra as WsExtra).conn!;
         const caller = conn.caller!;
+        const requestId = `${conn.connectionId}/${id}`;
+        const span = spans ? startOperationSpan((payload.extensions as { traceparent?: unknown } | undefined)?.traceparent) : undefined;
+        if (span) spans!.set(requestId, span);
         // Every operation is a request of its own, as over HTTP: the same admission (the credential
         // checked again: a deletion not yet announced, an expiry; the catalog's permissions and rate
         // units; the caps). A subscription is then held to its key's permissions while it runs.
@@ -92,9 +127,12 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
           caps.release(conn, id);
           return guarded.signal.reason as AppError;
         };
-        const admitted = await opts.admission.admit({ query: payload.query, operationName: payload.operationName }, { principal: caller.principal, recheck: caller.recheck, hold });
+        const query = await documentOf(caller.principal, payload);
+        if (typeof query !== 'string') return [query];
+        const admitted = await opts.admission.admit({ query, operationName: payload.operationName }, { principal: caller.principal, recheck: caller.recheck, hold });
         if (!admitted.ok) return admitted.kind === 'invalid' ? admitted.errors : [refusalError(admitted.error)];
         const { document, principal } = admitted;
+        if (span) nameOperationSpan(span, getOperationAST(document, payload.operationName));
         caller.active++;
         const request = (ctx.extra as WsExtra).request;
         return {
@@ -105,7 +143,7 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
           contextValue: createContext({
             services,
             principal,
-            requestId: `${conn.connectionId}/${id}`,
+            requestId,
             urls: { baseUrl: baseUrlOf({ headers: request.headers, protocol: isEncrypted(request) ? 'https' : 'http' }) },
             signal: conn.guarded.get(id)?.signal ?? caller.signal,
             ip: request.socket.remoteAddress ?? null,
@@ -127,11 +165,13 @@ export function attachSocketDoor(app: FastifyInstance, opts: SocketDoorOptions):
       onError(ctx, id, payload, errors) {
         metrics?.graphqlOperation(operationTypeOf(payload.query), 'error');
         const requestId = `${(ctx.extra as WsExtra).conn?.connectionId}/${id}`;
+        endSpan(requestId, errors);
         return errors.map((e) => formatAndLog(e, requestId, execution.formatError, log));
       },
       onComplete(ctx, id) {
         const conn = (ctx.extra as WsExtra).conn;
         if (!conn?.caller) return;
+        endSpan(`${conn.connectionId}/${id}`);
         conn.caller.active = Math.max(0, conn.caller.active - 1);
         caps.release(conn, id);
         conn.guarded.get(id)?.release();

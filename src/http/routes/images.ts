@@ -4,7 +4,7 @@ import type { Idempotency } from '../../domain/idempotency/service.js';
 import { createJobRequestSchema, type PromptLimits } from '../../domain/jobs/validation.js';
 import { priceText } from '../../domain/operations/catalog.js';
 import type { ImageJobService } from '../../domain/ports.js';
-import { imageBytes, jobCreated, jobView } from '../schemas/bodies.js';
+import { imageBytes, imageOffer, jobCreated, jobView } from '../schemas/bodies.js';
 import { API_KEY, EDGE, errorResponses, IDEMPOTENT, JSON_BODY } from '../schemas/errors.js';
 import { idempotencyHeaders, idempotent, type BaseUrlOf, type RouteModule } from './types.js';
 
@@ -21,9 +21,16 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
   app,
   { jobs, imageFiles, idempotency, baseUrlOf, limits },
 ) => {
+  const offer = jobs.imageOptions();
+  const options = {
+    summary: 'What this deployment offers: sizes, formats, and whether it takes a seed and a negative prompt (free)',
+    response: { 200: imageOffer, ...errorResponses([...EDGE, ...API_KEY]) },
+  };
+  app.get('/api/playground/images/options', { config: { auth: 'apiKey', operation: 'imageOptions' }, schema: options }, async (_request, reply) => reply.send(offer));
+
   const create = {
-    summary: `Start an image job (${priceText('generate')})`,
-    body: createJobRequestSchema(limits),
+    summary: `Start an image job (${priceText('generate')}, whatever the options)`,
+    body: createJobRequestSchema(limits, offer),
     headers: idempotencyHeaders,
     response: {
       201: jobCreated.meta({ description: 'Accepted and charged; `Location` names the job.' }),
@@ -31,9 +38,14 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
     },
   };
   app.post('/api/playground/images', { config: { auth: 'apiKey', operation: 'generate' }, schema: create }, async (request, reply) => {
-    // The prompts as sent (the service trims them): an Idempotency-Key's fingerprint is of the request.
-    const { prompts } = request.body;
-    const created = await idempotent(idempotency, request, reply, 'generate', prompts, (attempt) => jobs.create(request.principal!, prompts, attempt));
+    // The prompts as sent (the service trims them): an Idempotency-Key's fingerprint is of the request
+    // (the prompts alone when no option is sent, as before options existed).
+    const { prompts, size, format, seed, negativePrompt } = request.body;
+    const given = { size, format, seed, negativePrompt };
+    const sent = Object.values(given).some((v) => v !== undefined);
+    const created = await idempotent(idempotency, request, reply, 'generate', sent ? { prompts, ...given } : prompts, (attempt) =>
+      jobs.create(request.principal!, prompts, attempt, given),
+    );
     return reply.code(201).header('location', `/api/playground/images/${created.jobId}`).send(created);
   });
 
@@ -70,7 +82,7 @@ const imageRoutes: RouteModule<{ jobs: ImageJobService; imageFiles: ImageFiles; 
     response: {
       200: { description: 'The image bytes, with ETag and Cache-Control until the URL expires.', content: { 'image/*': { schema: imageBytes } } },
       304: z.undefined().meta({ description: 'Not modified (If-None-Match).' }),
-      ...errorResponses([...EDGE, 'invalid_signature', 'image_not_found']),
+      ...errorResponses([...EDGE, 'invalid_signature', 'image_not_found', 'image_expired', 'image_store_unavailable']),
     },
   };
   app.get('/api/playground/images/:jobId/images/:index', { schema: file }, async (request, reply) => {

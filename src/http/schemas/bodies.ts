@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { CLIENT_SCOPES } from '../../domain/client-tokens/scopes.js';
+import { IMAGE_FORMATS } from '../../domain/jobs/options.js';
 import { IMAGE_STATUSES, JOB_STATUSES } from '../../domain/jobs/types.js';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/types.js';
 import { withSerializer } from '../openapi/compilers.js';
@@ -38,17 +39,38 @@ export const jobView = z.object({
   createdAt: time,
   updatedAt: time,
   completedAt: time.nullable().meta({ description: 'Null until the job is final.' }),
+  options: z
+    .object({
+      size: z.string().meta({ description: 'WIDTHxHEIGHT.' }),
+      format: z.enum(IMAGE_FORMATS),
+      seed: z.int().nullable().meta({ description: 'The seed of image 0 (image i uses seed + i); null without one.' }),
+      negativePrompt: z.string().nullable(),
+    })
+    .meta({ description: 'The options the job was started with, the defaults filled in.' }),
   images: z
     .array(
       z.object({
         index: count,
         prompt: z.string(),
         status: z.enum(IMAGE_STATUSES),
-        url: z.url().nullable().meta({ description: 'Signed, expiring URL of the image (fetch it without Authorization); null until it succeeded.' }),
+        url: z.url().nullable().meta({ description: 'Signed, expiring URL of the image (fetch it without Authorization); null until it succeeded, and once it expired.' }),
         error: z.string().nullable(),
+        width: count,
+        height: count,
+        contentType: z.string().meta({ description: '`image/png`, `image/webp` or `image/jpeg`: what the URL serves.' }),
+        seed: z.int().nullable().meta({ description: "The image's seed (the job's seed + index); null without one." }),
+        expired: z.boolean().meta({ description: 'Older than the retention (IMAGE_RETENTION): its bytes are deleted and `url` is null.' }),
       }),
     )
     .meta({ description: 'One entry per prompt, in prompt order.' }),
+});
+
+export const imageOffer = z.object({
+  sizes: z.array(z.string()).meta({ description: 'The sizes `size` may name (WIDTHxHEIGHT).' }),
+  defaultSize: z.string(),
+  formats: z.array(z.enum(IMAGE_FORMATS)),
+  seed: z.boolean().meta({ description: 'Whether `seed` is taken.' }),
+  negativePrompt: z.boolean().meta({ description: 'Whether `negativePrompt` is taken.' }),
 });
 
 export const mintedToken = z.object({
@@ -57,6 +79,7 @@ export const mintedToken = z.object({
   origins: z.array(z.string()),
   scopes: z.array(z.enum(CLIENT_SCOPES)),
   maxCredits: z.int().min(1).nullable(),
+  trustedDocumentsOnly: z.boolean(),
 });
 
 export const imageBytes = z.custom<Buffer>().meta({ description: 'The image bytes.' });

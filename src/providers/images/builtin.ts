@@ -1,34 +1,98 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import type { GeneratedImage, ImageProvider } from './types.js';
+import { CONTENT_TYPES, IMAGE_FORMATS, parseSize, type ImageFormat, type ImageOffer } from '../../domain/jobs/options.js';
+import type { GenerateOptions, GeneratedImage, ImageProvider } from './types.js';
 
-const SIZE = 256;
+/** The art is drawn on this grid and scaled to the size asked for. */
+const GRID = 256;
 const CAPTION_LINE_CHARS = 34;
 const CAPTION_MAX_LINES = 3;
 
+export const BUILTIN_OFFER: ImageOffer = Object.freeze({
+  sizes: ['256x256', '512x512', '1024x1024', '1024x576', '576x1024'],
+  defaultSize: '256x256',
+  formats: [...IMAGE_FORMATS],
+  seed: true,
+  negativePrompt: true,
+});
+
+type Shape = 'circle' | 'rect' | 'triangle';
+
+/** Words of a negative prompt that leave a kind of shape out of the drawing. */
+const SHAPE_WORDS: Record<string, Shape> = {
+  circle: 'circle', circles: 'circle', round: 'circle', dots: 'circle',
+  square: 'rect', squares: 'rect', rectangle: 'rect', rectangles: 'rect', boxes: 'rect',
+  triangle: 'triangle', triangles: 'triangle', polygon: 'triangle', polygons: 'triangle',
+};
+
+/** Words of a negative prompt that keep a hue (±30°) out of the palette. */
+const HUE_WORDS: Record<string, number> = { red: 0, orange: 30, yellow: 60, green: 120, cyan: 180, blue: 225, purple: 275, violet: 275, pink: 320, magenta: 320 };
+
 /**
  * Offline image generator: procedural art whose palette and shapes are drawn from the SHA-256 of the
- * prompt, with the prompt as a caption, described as SVG and rasterised to PNG by sharp (libvips).
- * Same prompt, same bytes. A few milliseconds per image, so it also serves as the benchmark provider.
+ * prompt (and seed), with the prompt as a caption, described as SVG and rasterised by sharp (libvips)
+ * at the size asked for, as PNG, WebP or JPEG. Same prompt, seed, size and format: same bytes.
+ * A negative prompt is read for shape words (circles, squares, triangles: that kind of shape is left
+ * out) and colour words (red, blue, …: no shape or background takes a hue near it); other words change
+ * nothing. A few milliseconds per small image, so it also serves as the benchmark provider.
  */
 export class BuiltinImageProvider implements ImageProvider {
   readonly name = 'builtin';
+  readonly offer = BUILTIN_OFFER;
 
-  async generate(prompt: string): Promise<GeneratedImage> {
-    const art = artSvg(prompt);
+  async generate(prompt: string, options: GenerateOptions = {}): Promise<GeneratedImage> {
+    const { width, height } = options.size ?? parseSize(BUILTIN_OFFER.defaultSize)!;
+    const format = options.format ?? 'png';
+    const avoid = avoidances(options.negativePrompt ?? null);
+    // Without a seed the stream is the prompt's alone: the bytes of jobs made before seeds stay the same.
+    const art = artSvg(options.seed == null ? prompt : `${prompt}\u0000seed:${options.seed}`, avoid);
+    const contentType = CONTENT_TYPES[format];
     try {
-      return { data: await rasterize(withCaption(art, prompt)), contentType: 'image/png' };
+      return { data: await rasterize(svgDocument(art, prompt, width, height), format), contentType, width, height };
     } catch {
       // A host without usable fonts (or a text layout failure) must still get its image: drop the caption.
-      return { data: await rasterize(withCaption(art, null)), contentType: 'image/png' };
+      return { data: await rasterize(svgDocument(art, null, width, height), format), contentType, width, height };
     }
   }
 }
 
-async function rasterize(svg: string): Promise<Buffer> {
-  // Opaque art: an RGB PNG. Level 4 without adaptive filtering is the cheapest setting that keeps the
-  // files as small as level 6 with alpha (~19 KB); this call is most of a worker's CPU per image.
-  return sharp(Buffer.from(svg)).removeAlpha().png({ compressionLevel: 4, adaptiveFiltering: false }).toBuffer();
+async function rasterize(svg: string, format: ImageFormat): Promise<Buffer> {
+  const image = sharp(Buffer.from(svg)).removeAlpha();
+  switch (format) {
+    case 'png':
+      // Opaque art: an RGB PNG. Level 4 without adaptive filtering is the cheapest setting that keeps the
+      // files as small as level 6 with alpha (~19 KB at 256x256); this call is most of a worker's CPU.
+      return image.png({ compressionLevel: 4, adaptiveFiltering: false }).toBuffer();
+    case 'webp':
+      return image.webp({ quality: 80, effort: 2 }).toBuffer();
+    case 'jpeg':
+      return image.jpeg({ quality: 82, mozjpeg: false }).toBuffer();
+  }
+}
+
+interface Avoid {
+  shapes: Set<Shape>;
+  hues: number[];
+}
+
+function avoidances(negativePrompt: string | null): Avoid {
+  const avoid: Avoid = { shapes: new Set(), hues: [] };
+  for (const word of (negativePrompt ?? '').toLowerCase().split(/[^a-z]+/)) {
+    if (SHAPE_WORDS[word]) avoid.shapes.add(SHAPE_WORDS[word]);
+    if (HUE_WORDS[word] !== undefined) avoid.hues.push(HUE_WORDS[word]);
+  }
+  return avoid;
+}
+
+/** `hue`, moved past every avoided hue's ±30° band (on the side it is nearer to the band's end). */
+function allowedHue(hue: number, avoid: Avoid): number {
+  let h = ((hue % 360) + 360) % 360;
+  for (let pass = 0; pass < avoid.hues.length * 2; pass++) {
+    const near = avoid.hues.find((a) => Math.min(Math.abs(h - a), 360 - Math.abs(h - a)) < 30);
+    if (near === undefined) break;
+    h = (near + 30 + (pass % 2 === 0 ? 0 : 120)) % 360;
+  }
+  return h;
 }
 
 /** Deterministic pseudo-random stream: SHA-256 of the prompt, re-hashed whenever it runs out. */
@@ -55,10 +119,11 @@ class HashStream {
   }
 }
 
-function artSvg(prompt: string): string {
-  const rnd = new HashStream(prompt);
-  const hue = rnd.int(0, 359);
-  const hue2 = (hue + rnd.int(90, 270)) % 360;
+function artSvg(seed: string, avoid: Avoid): string {
+  const SIZE = GRID;
+  const rnd = new HashStream(seed);
+  const hue = allowedHue(rnd.int(0, 359), avoid);
+  const hue2 = allowedHue((hue + rnd.int(90, 270)) % 360, avoid);
   const parts: string[] = [];
   parts.push(
     `<defs><linearGradient id="bg" x1="0" y1="0" x2="1" y2="1">` +
@@ -68,16 +133,21 @@ function artSvg(prompt: string): string {
     `<rect width="${SIZE}" height="${SIZE}" fill="url(#bg)"/>`,
   );
   const shapes = rnd.int(6, 14);
+  const kinds = (['circle', 'rect', 'triangle'] as const).filter((k) => !avoid.shapes.has(k));
   for (let i = 0; i < shapes; i++) {
-    const fill = `hsl(${(hue + rnd.int(0, 120)) % 360},${rnd.int(50, 90)}%,${rnd.int(35, 75)}%)`;
+    const fill = `hsl(${allowedHue(hue + rnd.int(0, 120), avoid)},${rnd.int(50, 90)}%,${rnd.int(35, 75)}%)`;
     const opacity = (rnd.int(25, 80) / 100).toFixed(2);
     const x = rnd.int(0, SIZE);
     const y = rnd.int(0, SIZE);
-    switch (rnd.int(0, 2)) {
-      case 0:
+    const pick = rnd.int(0, 2);
+    // Every draw is taken either way, so leaving a kind out does not reshuffle the shapes that stay.
+    if (kinds.length === 0) continue;
+    const kind = avoid.shapes.size === 0 ? (['circle', 'rect', 'triangle'] as const)[pick] : kinds[pick % kinds.length];
+    switch (kind) {
+      case 'circle':
         parts.push(`<circle cx="${x}" cy="${y}" r="${rnd.int(8, 70)}" fill="${fill}" fill-opacity="${opacity}"/>`);
         break;
-      case 1:
+      case 'rect':
         parts.push(
           `<rect x="${x - 40}" y="${y - 40}" width="${rnd.int(10, 90)}" height="${rnd.int(10, 90)}" ` +
             `transform="rotate(${rnd.int(0, 89)} ${x} ${y})" fill="${fill}" fill-opacity="${opacity}"/>`,
@@ -92,19 +162,29 @@ function artSvg(prompt: string): string {
   return parts.join('');
 }
 
-function withCaption(art: string, prompt: string | null): string {
+/**
+ * The art (a GRID square) covers the whole image, cropped to its aspect ratio rather than stretched; the
+ * caption is laid out on a GRID-wide band scaled to the image's width, so it reads the same at any size.
+ */
+function svgDocument(art: string, prompt: string | null, width: number, height: number): string {
   let caption = '';
   if (prompt !== null) {
+    const scale = width / GRID;
+    const bottom = height / scale;
     const lines = wrap(prompt, CAPTION_LINE_CHARS, CAPTION_MAX_LINES);
     const lineHeight = 14;
-    const top = SIZE - 8 - lines.length * lineHeight;
+    const top = bottom - 8 - lines.length * lineHeight;
     caption =
-      `<rect x="0" y="${top - 6}" width="${SIZE}" height="${SIZE - top + 6}" fill="#000" fill-opacity="0.55"/>` +
+      `<g transform="scale(${scale})">` +
+      `<rect x="0" y="${top - 6}" width="${GRID}" height="${bottom - top + 6}" fill="#000" fill-opacity="0.55"/>` +
       `<text font-family="DejaVu Sans, Verdana, sans-serif" font-size="11" fill="#fff">` +
       lines.map((l, i) => `<tspan x="8" y="${top + 10 + i * lineHeight}">${escapeXml(l)}</tspan>`).join('') +
-      `</text>`;
+      `</text></g>`;
   }
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${SIZE}" height="${SIZE}" viewBox="0 0 ${SIZE} ${SIZE}">${art}${caption}</svg>`;
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">` +
+    `<svg width="${width}" height="${height}" viewBox="0 0 ${GRID} ${GRID}" preserveAspectRatio="xMidYMid slice">${art}</svg>${caption}</svg>`
+  );
 }
 
 /** Greedy word wrap; words longer than a line are cut; overflow ends in an ellipsis. */

@@ -5,7 +5,7 @@ import type { ImageProvider } from './types.js';
 import { UnreachableCaseError } from '../../domain/errors.js';
 
 export * from './types.js';
-export { BuiltinImageProvider } from './builtin.js';
+export { BUILTIN_OFFER, BuiltinImageProvider } from './builtin.js';
 export { OpenAiImageProvider } from './openai.js';
 
 /** The provider IMAGE_PROVIDER selects. */
@@ -21,6 +21,10 @@ export function createImageProvider(config: Config): ImageProvider {
         apiKey: config.IMAGE_API_KEY,
         model: config.IMAGE_MODEL,
         size: config.IMAGE_SIZE,
+        sizes: config.IMAGE_SIZES,
+        formats: config.IMAGE_FORMATS,
+        seed: config.IMAGE_SEED,
+        negativePrompt: config.IMAGE_NEGATIVE_PROMPT,
         timeoutMs: config.IMAGE_TIMEOUT_MS,
         retries: config.IMAGE_RETRIES,
       });

@@ -1,4 +1,5 @@
 import { endpointUrl, isTimeout, postJson, upstreamMessage, withRetries, type HttpReply, type RetryPolicy, type RetryableFailure } from '../openai-http.js';
+import type { ImageFormat, ImageOffer } from '../../domain/jobs/options.js';
 import { ProviderError, type GenerateOptions, type GeneratedImage, type ImageProvider } from './types.js';
 
 export interface OpenAiImageProviderOptions {
@@ -6,7 +7,16 @@ export interface OpenAiImageProviderOptions {
   baseUrl: string;
   apiKey?: string;
   model: string;
+  /** Default size (IMAGE_SIZE). */
   size: string;
+  /** Sizes the model takes (IMAGE_SIZES); default: the default size only. */
+  sizes?: string[];
+  /** Formats the model takes as `output_format` (IMAGE_FORMATS); default: png only (nothing sent). */
+  formats?: ImageFormat[];
+  /** The endpoint takes `seed` (IMAGE_SEED); default false. */
+  seed?: boolean;
+  /** The endpoint takes `negative_prompt` (IMAGE_NEGATIVE_PROMPT); default false. */
+  negativePrompt?: boolean;
   /** Per attempt. */
   timeoutMs: number;
   /** Retries after the first attempt, for retryable failures only. */
@@ -19,23 +29,36 @@ export interface OpenAiImageProviderOptions {
 
 /**
  * Any OpenAI-compatible images endpoint (OpenAI, LocalAI, vLLM-style servers): `POST /images/generations`
- * with `response_format: b64_json`. Timeouts, 429, 5xx and network failures are retried with exponential
+ * with `response_format: b64_json`. It offers what it is configured to: the size goes out as `size`, a
+ * format other than PNG as `output_format` (gpt-image models), and `seed` / `negative_prompt` only where
+ * the endpoint is said to take them (OpenAI's own API takes neither). Timeouts, 429, 5xx and network failures are retried with exponential
  * backoff (bounded); any other 4xx is permanent and fails at once, so a rejected prompt is not retried.
  */
 export class OpenAiImageProvider implements ImageProvider {
   readonly name = 'openai';
+  readonly offer: ImageOffer;
   private readonly endpoint: string;
   private readonly policy: RetryPolicy;
 
   constructor(private readonly options: OpenAiImageProviderOptions) {
     this.endpoint = endpointUrl(options.baseUrl, 'images/generations');
+    const sizes = options.sizes?.length ? options.sizes : [options.size];
+    const formats = options.formats?.length ? options.formats : ['png' as const];
+    this.offer = Object.freeze({
+      sizes: sizes.includes(options.size) ? sizes : [options.size, ...sizes],
+      defaultSize: options.size,
+      // PNG is every request's default, so it is always offered.
+      formats: formats.includes('png') ? formats : ['png' as const, ...formats],
+      seed: options.seed ?? false,
+      negativePrompt: options.negativePrompt ?? false,
+    });
     this.policy = { retries: options.retries, backoffBaseMs: options.backoffBaseMs ?? 250, backoffMaxMs: options.backoffMaxMs ?? 10_000 };
   }
 
   async generate(prompt: string, options: GenerateOptions = {}): Promise<GeneratedImage> {
     const { signal } = options;
     return withRetries(
-      () => this.attempt(prompt, signal),
+      () => this.attempt(prompt, options),
       (err) => toProviderError(err, signal),
       this.policy,
       signal,
@@ -43,9 +66,15 @@ export class OpenAiImageProvider implements ImageProvider {
     );
   }
 
-  private async attempt(prompt: string, signal?: AbortSignal): Promise<GeneratedImage> {
-    const { model, size, apiKey, timeoutMs } = this.options;
-    const res = await postJson(this.endpoint, { model, prompt, n: 1, size, response_format: 'b64_json' }, { apiKey, timeoutMs, signal });
+  private async attempt(prompt: string, options: GenerateOptions): Promise<GeneratedImage> {
+    const { model, apiKey, timeoutMs } = this.options;
+    const { signal } = options;
+    const size = options.size ? `${options.size.width}x${options.size.height}` : this.options.size;
+    const request: Record<string, unknown> = { model, prompt, n: 1, size, response_format: 'b64_json' };
+    if (options.format && options.format !== 'png') request.output_format = options.format;
+    if (this.offer.seed && options.seed != null) request.seed = options.seed;
+    if (this.offer.negativePrompt && options.negativePrompt) request.negative_prompt = options.negativePrompt;
+    const res = await postJson(this.endpoint, request, { apiKey, timeoutMs, signal });
     if (!res.ok) throw httpError(res);
     let body: unknown;
     try {
@@ -60,7 +89,8 @@ export class OpenAiImageProvider implements ImageProvider {
     const data = Buffer.from(b64, 'base64');
     const contentType = sniffImageType(data);
     if (!contentType) throw new ProviderError('provider_bad_response', 'Image provider returned data that is not an image');
-    return { data, contentType };
+    const [width, height] = size.split('x').map(Number);
+    return { data, contentType, width, height };
   }
 }
 

@@ -1,3 +1,5 @@
+import type { ImageFormat, ImageOffer } from '../../domain/jobs/options.js';
+
 /**
  * Image providers turn one prompt into one image. Workers call them through this interface only, so the
  * builtin generator and any OpenAI-compatible endpoint are interchangeable by configuration.
@@ -6,15 +8,27 @@ export interface GeneratedImage {
   data: Buffer;
   /** MIME type of `data`, served as the image URL's Content-Type. */
   contentType: string;
+  /** Dimensions of `data`; absent: the size asked for. */
+  width?: number;
+  height?: number;
 }
 
 export interface GenerateOptions {
   /** Aborts the generation (worker shutdown, lost lock). */
   signal?: AbortSignal;
+  /** One of the offer's sizes; absent: its default. */
+  size?: { width: number; height: number };
+  /** Absent: png. */
+  format?: ImageFormat;
+  /** This image's seed (the job's seed + its index); null or absent: none. */
+  seed?: number | null;
+  negativePrompt?: string | null;
 }
 
 export interface ImageProvider {
   readonly name: string;
+  /** What it can make: the options a request is validated against. */
+  readonly offer: ImageOffer;
   generate(prompt: string, options?: GenerateOptions): Promise<GeneratedImage>;
 }
 
