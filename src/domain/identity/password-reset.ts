@@ -4,7 +4,9 @@ import type { SessionStore, UserRecord, UserStore } from '../console/records.js'
 import type { ClientMeta, ConsoleCaller } from '../console/sessions.js';
 import { AppError } from '../errors.js';
 import { resetPasswordMessage } from './emails.js';
-import { consoleActor, sendOrFail } from './mail.js';
+import type { OutboxHandler, EmailOutbox } from '../email/outbox.js';
+import type { EmailSender } from '../email/ports.js';
+import { consoleActor } from './mail.js';
 import type { IssuedLink, LinkTokens } from '../links/service.js';
 import type { MailingDeps } from './mail.js';
 import type { CredentialStore } from './ports.js';
@@ -18,6 +20,23 @@ export const RESET_LINK_MS = 3_600_000;
  */
 export function issueResetLink(links: Pick<LinkTokens, 'issue'>, user: Pick<UserRecord, 'id' | 'passwordHash'>): Promise<IssuedLink> {
   return links.issue('reset_password', { userId: user.id, password: passwordStamp(user.passwordHash) }, RESET_LINK_MS);
+}
+
+/** The outbox kind of a forgot-password email. */
+export const RESET_EMAIL = 'password_reset';
+
+/**
+ * Sends a forgot-password email from the outbox: a reset link, issued now, when the address has an
+ * account; nothing when it has none. A send that fails throws (the outbox tries again, with a new link:
+ * only the newest works anyway).
+ */
+export function sendResetEmail(deps: { users: Pick<UserStore, 'findByEmail'>; links: Pick<LinkTokens, 'issue'>; mail: EmailSender }): OutboxHandler {
+  return async (entry) => {
+    const user = await deps.users.findByEmail(entry.to);
+    if (!user) return;
+    const link = await issueResetLink(deps.links, user);
+    await deps.mail.send(resetPasswordMessage(entry.to, String(entry.data.baseUrl), link.token));
+  };
 }
 
 /** Names the password hash without holding it (the hash itself stays in the user's document). */
@@ -39,7 +58,8 @@ export class PasswordService {
   private readonly now: () => Date;
 
   constructor(
-    private readonly deps: MailingDeps & {
+    private readonly deps: Omit<MailingDeps, 'mail'> & {
+      outbox: Pick<EmailOutbox, 'enqueue'>;
       users: Pick<UserStore, 'findByEmail' | 'findById'>;
       credentials: Pick<CredentialStore, 'setPasswordHash'>;
       sessions: Pick<SessionStore, 'deleteForUser'>;
@@ -49,16 +69,16 @@ export class PasswordService {
     this.now = deps.now ?? (() => new Date());
   }
 
-  /** Emails a reset link when the address has an account; the same answer when it has none. */
+  /**
+   * Emails a reset link when the address has an account; the same answer, after the same work, when
+   * it has none: the request goes to the outbox, and whether the address has an account is looked up
+   * when the email is sent, after the answer (sendResetEmail).
+   */
   async requestReset(email: unknown, meta: ClientMeta & { baseUrl: string }): Promise<ResetRequestResult> {
     const address = normalizeEmail(email);
     const admission = await this.deps.throttle.admit(address, meta.ip);
     if (!admission.ok) return { ok: false, reason: 'throttled', retryAfterSeconds: admission.retryAfterSeconds };
-    const user = await this.deps.users.findByEmail(address);
-    if (user) {
-      const link = await issueResetLink(this.deps.links, user);
-      await sendOrFail(this.deps.mail, resetPasswordMessage(address, meta.baseUrl, link.token));
-    }
+    await this.deps.outbox.enqueue(RESET_EMAIL, address, { baseUrl: meta.baseUrl });
     return { ok: true };
   }
 
