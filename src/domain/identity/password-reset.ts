@@ -2,13 +2,12 @@ import { createHash } from 'node:crypto';
 import { checkNewPassword, MAX_PASSWORD_LENGTH, normalizeEmail } from '../console/passwords.js';
 import type { SessionStore, UserRecord, UserStore } from '../console/records.js';
 import type { ClientMeta, ConsoleCaller } from '../console/sessions.js';
-import { AppError } from '../errors.js';
-import { resetPasswordMessage } from './emails.js';
-import type { OutboxHandler, EmailOutbox } from '../email/outbox.js';
+import type { EmailOutbox, OutboxHandler } from '../email/outbox.js';
 import type { EmailSender } from '../email/ports.js';
-import { consoleActor } from './mail.js';
+import { AppError } from '../errors.js';
 import type { IssuedLink, LinkTokens } from '../links/service.js';
-import type { MailingDeps } from './mail.js';
+import { resetPasswordMessage } from './emails.js';
+import { consoleActor, type MailingDeps } from './mail.js';
 import type { CredentialStore } from './ports.js';
 
 export const RESET_LINK_MS = 3_600_000;
@@ -60,7 +59,7 @@ export class PasswordService {
   constructor(
     private readonly deps: Omit<MailingDeps, 'mail'> & {
       outbox: Pick<EmailOutbox, 'enqueue'>;
-      users: Pick<UserStore, 'findByEmail' | 'findById'>;
+      users: Pick<UserStore, 'findById'>;
       credentials: Pick<CredentialStore, 'setPasswordHash'>;
       sessions: Pick<SessionStore, 'deleteForUser'>;
       now?: () => Date;
