@@ -53,6 +53,13 @@ async function main(): Promise<void> {
     app.log.error({ err: reason }, 'unhandled rejection');
     process.exit(1);
   });
+  // Before the gateway listens: a signal that comes while it still starts (the demo account, the
+  // metrics server, the in-process worker) waits for the start to finish, then shuts down gracefully.
+  // Without a handler yet, Node's default would kill the process and every request it had accepted.
+  let signalled: string | undefined;
+  let onSignal = (signal: string) => void (signalled ??= signal);
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
   await app.listen({ port: config.PORT, host: config.HOST });
   const { port } = app.server.address() as { port: number };
   const base = `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST}:${port}`;
@@ -114,8 +121,8 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  onSignal = (signal) => void shutdown(signal);
+  if (signalled) void shutdown(signalled);
 }
 
 /** What main needs of the embedded database. */

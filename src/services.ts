@@ -63,13 +63,15 @@ import { UsageService } from './domain/usage/service.js';
 import { observeBalance, openBillingWork, openImageQueue, openImageUrlSigner, openImageWork, openWebhookWork, rechargeTrigger, type BillingWork, type ImageWork } from '../workers/services.js';
 import { MongoEmailThrottleStore } from './data/email-throttle.js';
 import { MongoLinkTokenStore } from './data/link-tokens.js';
+import { MongoEmailOutboxStore } from './data/email-outbox.js';
 import { MongoSignupClaimStore } from './data/signup-claims.js';
 import type { EmailSender } from './domain/email/ports.js';
+import { EmailOutbox } from './domain/email/outbox.js';
 import { EmailThrottle } from './domain/email/throttle.js';
 import { LinkTokens } from './domain/links/service.js';
 import { createEmailSender } from './providers/email/index.js';
 import { MongoCredentialStore } from './data/credentials.js';
-import { PasswordService } from './domain/identity/password-reset.js';
+import { PasswordService, RESET_EMAIL, sendResetEmail } from './domain/identity/password-reset.js';
 import { SignUpService } from './domain/identity/signup.js';
 import { TwoFactorService } from './domain/identity/two-factor.js';
 
@@ -170,6 +172,8 @@ export interface ServiceDeps {
   metrics?: DomainMetrics;
   /** Where emails go without SMTP_URL (development); default: the logger. */
   emailLog?: (text: string) => void;
+  /** The email outbox's claim (default 60 s) and sweep interval (default 15 s); tests shorten them. */
+  emailOutbox?: { leaseMs?: number; sweepEveryMs?: number };
 }
 
 export async function buildServices(config: Config, deps: ServiceDeps): Promise<Services> {
@@ -191,10 +195,11 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const usageStore = new MongoUsageStore(connection);
   const linkStore = new MongoLinkTokenStore(connection);
   const emailThrottleStore = new MongoEmailThrottleStore(connection);
+  const outboxStore = new MongoEmailOutboxStore(connection);
   const signupClaimStore = new MongoSignupClaimStore(connection);
   const documentStore = new MongoTrustedDocumentStore(connection);
   await Promise.all(
-    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore, signupClaimStore, documentStore].map(
+    [accountStore, keyStore, auditStore, cacheStore, userStore, sessionStore, throttleStore, idempotencyStore, tokenStore, rateLimits, usageStore, linkStore, emailThrottleStore, outboxStore, signupClaimStore, documentStore].map(
       (store) => store.init(),
     ),
   );
@@ -272,13 +277,21 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const users = new UserService({ users: userStore, sessions: sessionStore, accounts: accountStore, hasher, audit: auditStore, owners: team });
   const credentialStore = new MongoCredentialStore(connection);
   const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
+  // Emails sent after the answer (forgot-password): the answer's time tells nothing of the mail server.
+  const emailOutbox = new EmailOutbox({
+    store: outboxStore,
+    handlers: { [RESET_EMAIL]: sendResetEmail({ users: userStore, links, mail: emailSender }) },
+    claimMs: deps.emailOutbox?.leaseMs,
+    onError: (err, entry, givenUp) => log.warn({ err, kind: entry.kind, attempts: entry.attempts }, givenUp ? 'email outbox: gave up sending' : 'email outbox: sending failed (tried again later)'),
+  });
+  const stopOutbox = emailOutbox.start({ everyMs: deps.emailOutbox?.sweepEveryMs ?? 15_000, onError: (err) => log.warn({ err }, 'email outbox: sweep failed') });
   const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
   const consoleServices: ConsoleServices = {
     users,
     sessions,
     signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
     signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, claims: signupClaimStore, sessions, signupCredits: config.SIGNUP_CREDITS }),
-    passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
+    passwords: new PasswordService({ ...mailing, outbox: emailOutbox, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     twoFactor,
     team,
     callers: new MemberSessions({ sessions, memberships: teamStore, accounts: teamStore }),
@@ -349,7 +362,9 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     links,
     async close() {
       stopRollUps();
+      // The mail server's connections first: a send it holds fails at once, and stays in the outbox.
       emailSender.close?.();
+      await stopOutbox();
       // IMAGE JOBS / JOB EVENTS: close them here, before the key feed.
       await jobEvents.close();
       await queue.close();

@@ -23,6 +23,7 @@ export function defineBillingHandlers(agenda: Agenda, billing: Pick<BillingWork,
       }
       const outcome = await billing.autoRecharge.run(parsed.data.accountId, parsed.data.triggerId);
       if (outcome === 'failed') log.info({ ...parsed.data }, 'automatic recharge failed and was turned off');
+      if (outcome === 'canceled') log.info({ ...parsed.data }, 'automatic recharge was turned off before it was sent: nothing charged');
     },
     // A Stripe outage or a database fault: tried again later (the idempotency key keeps it one PaymentIntent).
     { concurrency: 4, lockLifetime: 120_000, removeOnComplete: true, backoff: (ctx) => [5_000, 30_000, 120_000][ctx.attempt - 1] ?? null },

@@ -295,7 +295,14 @@ export async function openBillingWork(
   const catalog: Catalog = { packs: creditPacks(config), currency: config.CREDIT_CURRENCY };
   const client = config.STRIPE_SECRET_KEY ? stripeClient({ secretKey: config.STRIPE_SECRET_KEY, apiBase: config.STRIPE_API_BASE }) : null;
   const provider = client ? new StripePayments(client) : null;
-  const fulfilment = new PurchaseFulfilment({ purchases, accounts, credits: deps.credits, provider, host: deps.host });
+  const fulfilment = new PurchaseFulfilment({
+    purchases,
+    accounts,
+    credits: deps.credits,
+    provider,
+    catalog,
+    host: deps.host,
+  });
   return {
     catalog,
     fulfilment,

@@ -93,6 +93,22 @@ export class MongoBillingAccountStore implements BillingAccountStore {
     if (_id) await this.collection.updateOne({ _id, 'rechargeInFlight.id': triggerId }, { $set: { rechargeInFlight: null } });
   }
 
+  async markRechargeSent(accountId: string, triggerId: string, at: Date): Promise<boolean> {
+    const _id = toObjectId(accountId);
+    if (!_id) return false;
+    const marked = await this.collection.updateOne(
+      { _id, 'rechargeInFlight.id': triggerId, 'rechargeInFlight.sentAt': { $exists: false }, 'autoRecharge.enabled': true },
+      { $set: { 'rechargeInFlight.sentAt': at } },
+    );
+    if (marked.modifiedCount === 1) return true;
+    return (await this.collection.countDocuments({ _id, 'rechargeInFlight.id': triggerId, 'rechargeInFlight.sentAt': { $exists: true } })) === 1;
+  }
+
+  async cancelRecharge(accountId: string, triggerId: string): Promise<void> {
+    const _id = toObjectId(accountId);
+    if (_id) await this.collection.updateOne({ _id, 'rechargeInFlight.id': triggerId, 'rechargeInFlight.sentAt': { $exists: false } }, { $set: { rechargeInFlight: null } });
+  }
+
   async failRecharge(accountId: string, triggerId: string, reason: string, at: Date): Promise<boolean> {
     const _id = toObjectId(accountId);
     if (!_id) return false;

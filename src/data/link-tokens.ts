@@ -28,6 +28,7 @@ const schema = new Schema<LinkTokenDoc>(
 schema.index({ hash: 1 }, { unique: true });
 schema.index({ expiresAt: 1 }, { expireAfterSeconds: 0 });
 schema.index({ purpose: 1, 'payload.accountId': 1, createdAt: -1 });
+schema.index({ purpose: 1, 'payload.userId': 1, createdAt: -1 });
 
 export class MongoLinkTokenStore implements LinkTokenStore {
   private readonly model: Model<LinkTokenDoc>;
@@ -60,7 +61,8 @@ export class MongoLinkTokenStore implements LinkTokenStore {
   }
 
   async listUsable(purpose: LinkPurpose, match: LinkPayload, now: Date): Promise<LinkTokenRecord[]> {
-    const docs = await this.collection.find(usable({ purpose, ...payloadFilter(match) }, now)).sort({ createdAt: -1 }).limit(500).toArray();
+    // _id after createdAt: of two tokens issued in the same millisecond, the later insert is newest.
+    const docs = await this.collection.find(usable({ purpose, ...payloadFilter(match) }, now)).sort({ createdAt: -1, _id: -1 }).limit(500).toArray();
     return docs.map(toRecord);
   }
 
@@ -69,6 +71,10 @@ export class MongoLinkTokenStore implements LinkTokenStore {
     if (!_id) return null;
     const doc = await this.collection.findOneAndUpdate(usable({ _id, purpose, ...payloadFilter(match) }, now), { $set: { usedAt: now } }, { returnDocument: 'after' });
     return doc ? toRecord(doc) : null;
+  }
+
+  async revokeAll(purpose: LinkPurpose, match: LinkPayload, now: Date): Promise<number> {
+    return (await this.collection.updateMany(usable({ purpose, ...payloadFilter(match) }, now), { $set: { usedAt: now } })).modifiedCount;
   }
 }
 

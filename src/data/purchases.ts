@@ -57,6 +57,22 @@ export class MongoPurchaseStore implements PurchaseStore {
     return toRecord(stored);
   }
 
+  async open(purchase: PaidPurchase, at: Date): Promise<void> {
+    const { id, ...rest } = purchase;
+    const doc: Omit<PurchaseDoc, '_id'> = { ...rest, triggerId: null, state: 'open', createdAt: at, grantedAt: null, refunds: [] };
+    await this.collection.updateOne({ _id: id }, { $setOnInsert: doc }, { upsert: true });
+  }
+
+  async find(id: string): Promise<PurchaseRecord | null> {
+    const doc = await this.collection.findOne({ _id: id });
+    return doc ? toRecord(doc) : null;
+  }
+
+  async markPaid(id: string, paymentIntentId: string | null): Promise<PurchaseRecord | null> {
+    const doc = await this.collection.findOneAndUpdate({ _id: id, state: 'open' }, { $set: { state: 'pending', paymentIntentId } }, { returnDocument: 'after' });
+    return doc ? toRecord(doc) : this.find(id);
+  }
+
   async findByPaymentIntent(paymentIntentId: string): Promise<PurchaseRecord | null> {
     const doc = await this.collection.findOne({ paymentIntentId });
     return doc ? toRecord(doc) : null;
@@ -75,7 +91,7 @@ export class MongoPurchaseStore implements PurchaseStore {
   }
 
   async listForAccount(accountId: string, limit: number): Promise<PurchaseRecord[]> {
-    return (await this.collection.find({ accountId }).sort({ createdAt: -1 }).limit(limit).toArray()).map(toRecord);
+    return (await this.collection.find({ accountId, state: { $ne: 'open' } }).sort({ createdAt: -1 }).limit(limit).toArray()).map(toRecord);
   }
 }
 

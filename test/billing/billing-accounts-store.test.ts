@@ -91,3 +91,26 @@ describe('MongoBillingAccountStore: claiming a recharge', () => {
     expect((await store.get(id))?.rechargeInFlight).toBeNull();
   });
 });
+
+describe('MongoBillingAccountStore: turning automatic recharge off against sending one', () => {
+  it('off before the send: not marked sent, and cancelling frees the slot', async () => {
+    const id = await recharging();
+    expect(await store.claimRecharge(id, 10, claim('rch_off_1'))).toEqual({ credits: 100 });
+    await store.saveAutoRecharge(id, { enabled: false, threshold: 50, credits: 100 });
+    expect(await store.markRechargeSent(id, 'rch_off_1', at)).toBe(false);
+    await store.cancelRecharge(id, 'rch_off_1');
+    expect((await store.get(id))!.rechargeInFlight).toBeNull();
+  });
+
+  it('off after the send: a retry may still send it, and cancelling leaves it in flight', async () => {
+    const id = await recharging();
+    await store.claimRecharge(id, 10, claim('rch_off_2'));
+    expect(await store.markRechargeSent(id, 'rch_off_2', at)).toBe(true);
+    await store.saveAutoRecharge(id, { enabled: false, threshold: 50, credits: 100 });
+    expect(await store.markRechargeSent(id, 'rch_off_2', at)).toBe(true);
+    await store.cancelRecharge(id, 'rch_off_2');
+    expect((await store.get(id))!.rechargeInFlight?.id).toBe('rch_off_2');
+    // Another trigger's id is never marked.
+    expect(await store.markRechargeSent(id, 'rch_someone_else', at)).toBe(false);
+  });
+});

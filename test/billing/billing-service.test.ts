@@ -32,7 +32,7 @@ async function setup(opts: { stripe?: boolean; maxPerDay?: number } = {}) {
     maxRechargesPerDay: opts.maxPerDay ?? 3,
     now: clock,
   });
-  const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, host: 'test', now: clock });
+  const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, catalog, host: 'test', now: clock });
   const { id: accountId } = await credits.createAccount('billing', 25, actor);
   return {
     service,

@@ -5,7 +5,7 @@
 import type Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { PurchaseFulfilment } from '../../src/domain/billing/fulfilment.js';
-import type { PaidPurchase } from '../../src/domain/billing/types.js';
+import type { Catalog, PaidPurchase } from '../../src/domain/billing/types.js';
 import { CreditService } from '../../src/domain/credits/service.js';
 import { AppError } from '../../src/domain/errors.js';
 import { toPaymentEvent } from '../../src/providers/stripe/index.js';
@@ -13,6 +13,7 @@ import { MemoryAccountStore, MemoryAuditStore } from '../gateway/memory-fakes.js
 import { crashOnce, FakePayments, MemoryBillingAccountStore, MemoryPurchaseStore } from './memory-fakes.js';
 
 const actor = { actor: 'test', ip: null, host: 'test' };
+const catalog: Catalog = { packs: [{ credits: 100, price: 500 }, { credits: 1000, price: 4000 }], currency: 'usd' };
 
 async function setup() {
   let now = new Date('2026-03-01T10:00:00Z');
@@ -23,7 +24,7 @@ async function setup() {
   const purchases = new MemoryPurchaseStore();
   const billing = new MemoryBillingAccountStore();
   const provider = new FakePayments();
-  const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, host: 'test', now: clock });
+  const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, catalog, host: 'test', now: clock });
   const { id: accountId } = await credits.createAccount('buyer', 0, actor);
   let sessions = 0;
   return {

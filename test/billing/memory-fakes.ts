@@ -16,6 +16,18 @@ export class MemoryPurchaseStore implements PurchaseStore {
     }
     return structuredClone(this.docs.get(purchase.id)!);
   }
+  async open(purchase: PaidPurchase, at: Date) {
+    if (!this.docs.has(purchase.id)) this.docs.set(purchase.id, { ...purchase, triggerId: null, state: 'open', createdAt: at, grantedAt: null, refunds: [] });
+  }
+  async find(id: string) {
+    const doc = this.docs.get(id);
+    return doc ? structuredClone(doc) : null;
+  }
+  async markPaid(id: string, paymentIntentId: string | null) {
+    const doc = this.docs.get(id);
+    if (doc?.state === 'open') Object.assign(doc, { state: 'pending', paymentIntentId });
+    return doc ? structuredClone(doc) : null;
+  }
   async findByPaymentIntent(paymentIntentId: string) {
     const doc = [...this.docs.values()].find((d) => d.paymentIntentId === paymentIntentId);
     return doc ? structuredClone(doc) : null;
@@ -33,7 +45,7 @@ export class MemoryPurchaseStore implements PurchaseStore {
   }
   async listForAccount(accountId: string, limit: number) {
     return [...this.docs.values()]
-      .filter((d) => d.accountId === accountId)
+      .filter((d) => d.accountId === accountId && d.state !== 'open')
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())
       .slice(0, limit)
       .map((d) => structuredClone(d));
@@ -45,7 +57,7 @@ interface BillingDoc {
   cardSaved: boolean;
   autoRecharge: AutoRechargeSettings | null;
   rechargeFailure: { at: Date; reason: string } | null;
-  rechargeInFlight: { id: string; at: Date; credits?: number } | null;
+  rechargeInFlight: { id: string; at: Date; credits?: number; sentAt?: Date } | null;
   rechargeCounts: Record<string, number>;
 }
 
@@ -72,7 +84,7 @@ export class MemoryBillingAccountStore implements BillingAccountStore {
     const doc = this.docs.get(accountId);
     if (!doc) return null;
     const { rechargeCounts: _counts, rechargeInFlight, ...rest } = structuredClone(doc);
-    return { ...rest, rechargeInFlight: rechargeInFlight ? { ...rechargeInFlight, credits: rechargeInFlight.credits ?? doc.autoRecharge?.credits ?? 0 } : null };
+    return { ...rest, rechargeInFlight: rechargeInFlight ? { id: rechargeInFlight.id, at: rechargeInFlight.at, credits: rechargeInFlight.credits ?? doc.autoRecharge?.credits ?? 0 } : null };
   }
   async setCustomerOnce(accountId: string, customerId: string) {
     const doc = this.doc(accountId);
@@ -101,6 +113,18 @@ export class MemoryBillingAccountStore implements BillingAccountStore {
   async finishRecharge(accountId: string, triggerId: string) {
     const doc = this.docs.get(accountId);
     if (doc?.rechargeInFlight?.id === triggerId) doc.rechargeInFlight = null;
+  }
+  async markRechargeSent(accountId: string, triggerId: string, at: Date) {
+    const marker = this.docs.get(accountId)?.rechargeInFlight;
+    if (marker?.id !== triggerId) return false;
+    if (marker.sentAt) return true;
+    if (!this.docs.get(accountId)!.autoRecharge?.enabled) return false;
+    marker.sentAt = at;
+    return true;
+  }
+  async cancelRecharge(accountId: string, triggerId: string) {
+    const doc = this.docs.get(accountId);
+    if (doc?.rechargeInFlight?.id === triggerId && !doc.rechargeInFlight.sentAt) doc.rechargeInFlight = null;
   }
   async failRecharge(accountId: string, triggerId: string, reason: string, at: Date) {
     const doc = this.docs.get(accountId);

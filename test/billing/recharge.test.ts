@@ -36,7 +36,7 @@ async function setup(opts: { credits?: number; threshold?: number; maxPerDay?: n
   const credits = new CreditService({ accounts, audit, host: 'test', now: clock, onBalanceChanged: (id, balance, _low, recharge) => trigger.observe(id, balance, recharge) });
   const purchases = new MemoryPurchaseStore();
   const provider = new FakePayments();
-  const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, host: 'test', now: clock });
+  const fulfilment = new PurchaseFulfilment({ purchases, accounts: billing, credits, provider, catalog, host: 'test', now: clock });
   // The webhook publisher's contract: one event per trigger id, however often it is published.
   const published = new Map<string, { accountId: string; event: RechargeFailedEvent }>();
   const autoRecharge = new AutoRecharge({
@@ -165,6 +165,20 @@ describe('auto-recharge trigger: once per threshold crossing, one in flight', ()
     expect(await s.balance()).toBe(210);
   });
 
+  it("a payment_intent.succeeded whose credits or amount are no pack on sale grants nothing (mismatch)", async () => {
+    const s = await setup({ credits: 30, threshold: 120 });
+    const before = await s.balance();
+    for (const [credits, amount] of [['100000', 500], ['100', 1]] as const) {
+      const event = {
+        id: `evt_pi_forged_${credits}_${amount}`,
+        type: 'payment_intent.succeeded',
+        data: { object: { id: `pi_forged_${credits}_${amount}`, object: 'payment_intent', amount, amount_received: amount, currency: 'usd', metadata: { account_id: s.accountId, credits, purpose: 'auto_recharge', trigger_id: 'rch_forged' } } },
+      } as unknown as Stripe.Event;
+      expect(await s.fulfilment.handle(toPaymentEvent(event))).toBe('mismatch');
+    }
+    expect(await s.balance()).toBe(before);
+  });
+
   it('a retry after a crash between charging the card and granting makes no second PaymentIntent', async () => {
     const s = await setup({ credits: 30, threshold: 120 });
     await s.charge(20);
@@ -175,6 +189,38 @@ describe('auto-recharge trigger: once per threshold crossing, one in flight', ()
     expect(await s.autoRecharge.run(entry!.accountId, entry!.triggerId)).toBe('charged');
     expect(s.intents()).toHaveLength(1);
     expect(await s.balance()).toBe(210);
+  });
+
+  it('turning automatic recharge off before the worker sends the recharge to Stripe stops it: no PaymentIntent, the slot freed, no failure', async () => {
+    const s = await setup({ credits: 30, threshold: 120 });
+    await s.charge(20);
+    expect(s.queue.entries).toHaveLength(1);
+    await s.service.saveAutoRecharge(s.accountId, { enabled: '', threshold: '120', credits: '100' }, actor);
+    expect(await s.work()).toEqual(['canceled']);
+    expect(s.intents()).toHaveLength(0);
+    expect(await s.balance()).toBe(110);
+    expect(await s.inFlight()).toBeNull();
+    expect((await s.billing.get(s.accountId))!.rechargeFailure).toBeNull();
+    expect(s.entries('credits.recharge_failed')).toHaveLength(0);
+    expect(s.published.size).toBe(0);
+    // Turned on again, the next charge below the threshold recharges as before.
+    await s.service.saveAutoRecharge(s.accountId, { enabled: 'on', threshold: '120', credits: '100' }, actor);
+    await s.charge(1);
+    expect(await s.work()).toEqual(['charged']);
+    expect(await s.balance()).toBe(209);
+  });
+
+  it('turned off after the recharge was sent to Stripe (a crash before its grant), the retry still grants it', async () => {
+    const s = await setup({ credits: 30, threshold: 120 });
+    await s.charge(20);
+    const [entry] = s.queue.entries;
+    crashOnce(s.fulfilment, 'fulfil');
+    await expect(s.work()).rejects.toThrow('crash');
+    await s.service.saveAutoRecharge(s.accountId, { enabled: '', threshold: '120', credits: '100' }, actor);
+    expect(await s.autoRecharge.run(entry!.accountId, entry!.triggerId)).toBe('charged');
+    expect(s.intents()).toHaveLength(1);
+    expect(await s.balance()).toBe(210);
+    expect(await s.inFlight()).toBeNull();
   });
 
   it('a retry after the pack was changed buys the pack the recharge was claimed for, on the same PaymentIntent', async () => {

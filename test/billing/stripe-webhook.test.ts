@@ -27,7 +27,8 @@ afterAll(async () => {
 });
 
 const balance = async (accountId: string) => (await a.services.credits.getAccount(accountId))!.credits;
-const purchases = (accountId: string) => a.connection.db!.collection('purchases').countDocuments({ accountId });
+/** Paid purchases (a session the gateway created is recorded `open` until it is paid). */
+const purchases = (accountId: string) => a.connection.db!.collection('purchases').countDocuments({ accountId, state: { $ne: 'open' } });
 const auditCount = (accountId: string, event: string) => a.connection.db!.collection('audit_entries').countDocuments({ accountId, event });
 
 /** A Checkout Session for `credits` created through the gateway, as paid (not yet reported). */
@@ -77,15 +78,63 @@ describe('checkout.session.completed', () => {
   });
 
   it("a session of an account this gateway does not have (another deployment on the same Stripe account) is 200 ignored and records nothing", async () => {
-    const { accountId } = await a.createAccountWithKey({ credits: 3 });
-    const session = await paidSession(accountId);
     const elsewhere = '0123456789abcdef01234567';
-    session.client_reference_id = elsewhere;
-    session.metadata = { ...(session.metadata as Record<string, string>), account_id: elsewhere };
+    const session = { id: 'cs_test_another_deployment', object: 'checkout.session', mode: 'payment', payment_status: 'paid', amount_total: 500, currency: 'usd', client_reference_id: elsewhere, metadata: { account_id: elsewhere, credits: '100' }, payment_intent: 'pi_test_another_deployment' };
     const res = await standIn.send(standIn.event('checkout.session.completed', session));
     expect([res.status, JSON.parse(res.body).outcome]).toEqual([200, 'ignored']);
     expect(await a.connection.db!.collection('purchases').countDocuments({ _id: session.id as never })).toBe(0);
-    expect(await balance(accountId)).toBe(3);
+  });
+});
+
+describe('checkout: the recorded purchase, never the event, says what was bought', () => {
+  let logged: TestApp;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    logged = await startTestApp({ ...standIn.gatewayEnv(), CREDIT_PACKS: '100:500,1000:4000', LOG_LEVEL: 'warn', logStream: { write: (line: string) => lines.push(line) } });
+  });
+  afterAll(async () => {
+    await logged?.close();
+  });
+  const mismatches = (sessionId: string) => lines.map((l) => JSON.parse(l) as { msg: string; sessionId?: string }).filter((l) => l.msg.includes('mismatch') && l.sessionId === sessionId);
+  const sendTo = (event: Record<string, unknown>) => standIn.send(event, { url: `${logged.baseUrl}/api/stripe/webhook` });
+
+  it("a signed event whose metadata claims other credits grants the pack the session was created for", async () => {
+    const { accountId } = await a.createAccountWithKey({ credits: 0 });
+    const session = await paidSession(accountId, 100);
+    session.metadata = { ...(session.metadata as Record<string, string>), credits: '100000' };
+    const res = await sendTo(standIn.event('checkout.session.completed', session));
+    expect([res.status, JSON.parse(res.body).outcome]).toEqual([200, 'granted']);
+    expect(await balance(accountId)).toBe(100);
+    const [entry] = await a.connection.db!.collection('audit_entries').find({ accountId, event: 'credits.purchased' }).toArray();
+    expect(entry).toMatchObject({ amount: 100, details: { credits: 100, amount: 500, currency: 'usd' } });
+  });
+
+  it('an amount or a currency that disagrees with the recorded purchase grants nothing, is logged as a mismatch and answered 200', async () => {
+    for (const change of [{ amount_total: 1, metadata: { credits: '100000' } }, { currency: 'eur' }, { amount_total: 4000 }]) {
+      const { accountId } = await a.createAccountWithKey({ credits: 0 });
+      const session = await paidSession(accountId, 100);
+      Object.assign(session, { ...change, metadata: { ...(session.metadata as Record<string, string>), ...change.metadata } });
+      for (let i = 0; i < 2; i++) {
+        const res = await sendTo(standIn.event('checkout.session.completed', session));
+        expect([res.status, JSON.parse(res.body).outcome], JSON.stringify(change)).toEqual([200, 'mismatch']);
+      }
+      expect(await balance(accountId)).toBe(0);
+      expect(await auditCount(accountId, 'credits.purchased')).toBe(0);
+      expect(mismatches(session.id as string)).toHaveLength(2);
+    }
+  });
+
+  it("a paid session the gateway has no record of (created by the previous release) grants the catalog's pack of that price, never the metadata's count", async () => {
+    const { accountId } = await a.createAccountWithKey({ credits: 0 });
+    const legacy = (id: string, amount: number) => ({ id, object: 'checkout.session', mode: 'payment', payment_status: 'paid', amount_total: amount, currency: 'usd', client_reference_id: accountId, metadata: { account_id: accountId, credits: '100000' }, payment_intent: `pi_for_${id}` });
+    const res = await sendTo(standIn.event('checkout.session.completed', legacy('cs_test_legacy_1', 4000)));
+    expect([res.status, JSON.parse(res.body).outcome]).toEqual([200, 'granted']);
+    expect(await balance(accountId)).toBe(1000);
+    // No pack costs 1: nothing is granted.
+    const cheap = await sendTo(standIn.event('checkout.session.completed', legacy('cs_test_legacy_2', 1)));
+    expect([cheap.status, JSON.parse(cheap.body).outcome]).toEqual([200, 'mismatch']);
+    expect(await balance(accountId)).toBe(1000);
+    expect(mismatches('cs_test_legacy_2')).toHaveLength(1);
   });
 });
 

@@ -79,6 +79,31 @@ describe('sign-in', () => {
     }
   });
 
+  it('judges next after decoding it until it is stable: encoded dot segments and slashes land on the Overview', async () => {
+    const u = await createConsoleUser(t);
+    const refused = [
+      '/console/%2e%2e/%2e%2e/docs',
+      '/console/%2E%2E/api/me',
+      '/console/.%2e/api/me',
+      '/console/%252e%252e/%252e%252e/docs',
+      '/console/%25252e%25252e/docs',
+      '/console/%2e/keys',
+      '/console/%2f%2fevil.example',
+      '/console/%5cevil.example',
+      '/console/keys%3f/../../docs',
+      '/console/%zz',
+    ];
+    for (const next of refused) {
+      const res = await consolePost(t, '/console/sign-in', null, { email: u.email, password: u.password, next });
+      expect(res.headers.get('location'), next).toBe('/console');
+    }
+    // Encoded characters that decode to nothing dangerous are followed as given.
+    for (const next of ['/console/usage?from=2026-01-01&to=2026-01-31', '/console/invitations/accept?token=abc_DEF-123', '/console/audit?event=key%2Ecreated']) {
+      const res = await consolePost(t, '/console/sign-in', null, { email: u.email, password: u.password, next });
+      expect(res.headers.get('location'), next).toBe(next);
+    }
+  });
+
   it('after 5 failures for one email, further attempts get 429 with Retry-After, even with the right password', async () => {
     const u = await createConsoleUser(t);
     for (let i = 0; i < 5; i++) expect((await signIn(t, u.email, `wrong password ${i}`)).status).toBe(401);

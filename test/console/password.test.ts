@@ -3,6 +3,7 @@
  * Settings: which sessions end, what the pages say, and that a reset link wins exactly once.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { argon2Hasher } from '../../src/providers/passwords/argon2.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { consoleGet, consolePost, createConsoleUser, sameOrigin, signIn } from '../helpers/console.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
@@ -95,6 +96,51 @@ describe('password reset and change', () => {
     const loser = passwords.find((p) => p !== winner)!;
     expect((await signIn(t, u.email, winner)).status).toBe(303);
     expect((await signIn(t, u.email, loser)).status).toBe(401);
+  });
+
+  it('a newer reset link ends the older ones: only the newest works, and none after it is used', async () => {
+    const u = await createConsoleUser(t);
+    const older = tokenOf(await resetLinkFor(u.email));
+    const newer = tokenOf(await resetLinkFor(u.email));
+    const olderPage = await fetch(`${t.baseUrl}/console/reset-password?token=${older}`);
+    expect(olderPage.status).toBe(410);
+    expect(await olderPage.text()).toContain('This link has expired or was already used');
+    expect((await post('/console/reset-password', { token: older, newPassword: 'the older link password' })).status).toBe(410);
+    expect((await post('/console/reset-password', { token: newer, newPassword: NEW_PASSWORD })).status).toBe(303);
+    expect((await post('/console/reset-password', { token: older, newPassword: 'the older link password' })).status).toBe(410);
+    expect((await signIn(t, u.email, 'the older link password')).status).toBe(401);
+    expect((await signIn(t, u.email, NEW_PASSWORD)).status).toBe(303);
+  });
+
+  it('a password change in Settings ends every reset link of the user', async () => {
+    const u = await createConsoleUser(t);
+    const token = tokenOf(await resetLinkFor(u.email));
+    const cookie = (await signIn(t, u.email, u.password)).cookie!;
+    expect((await consolePost(t, '/console/settings/password', cookie, { currentPassword: u.password, newPassword: NEW_PASSWORD })).status).toBe(303);
+    expect((await fetch(`${t.baseUrl}/console/reset-password?token=${token}`)).status).toBe(410);
+    expect((await post('/console/reset-password', { token, newPassword: 'the reset link password' })).status).toBe(410);
+    expect((await signIn(t, u.email, NEW_PASSWORD)).status).toBe(303);
+  });
+
+  it('a reset link issued before the password changed never works after it, even one no update ended', async () => {
+    const u = await createConsoleUser(t);
+    const token = tokenOf(await resetLinkFor(u.email));
+    // The password replaced behind the service's back (a crash between its steps, the CLI, an older
+    // release): the link was issued for the password that was, so it is over.
+    await t.connection.db!.collection('console_users').updateOne({ email: u.email }, { $set: { passwordHash: await argon2Hasher.hash(NEW_PASSWORD) } });
+    expect((await post('/console/reset-password', { token, newPassword: 'the reset link password' })).status).toBe(410);
+    expect((await signIn(t, u.email, NEW_PASSWORD)).status).toBe(303);
+  });
+
+  it("a reset link of the previous release (payload without the password's stamp) works, and a change ends it", async () => {
+    const u = await createConsoleUser(t);
+    const userId = (await t.connection.db!.collection('console_users').findOne({ email: u.email }))!._id.toHexString();
+    const legacy = () => t.services.links.issue('reset_password', { userId }, 3_600_000);
+    expect((await post('/console/reset-password', { token: (await legacy()).token, newPassword: NEW_PASSWORD })).status).toBe(303);
+    const cookie = (await signIn(t, u.email, NEW_PASSWORD)).cookie!;
+    const token = (await legacy()).token;
+    expect((await consolePost(t, '/console/settings/password', cookie, { currentPassword: NEW_PASSWORD, newPassword: 'yet another new password' })).status).toBe(303);
+    expect((await post('/console/reset-password', { token, newPassword: 'the legacy link password' })).status).toBe(410);
   });
 
   it('the 6th reset email to one address within an hour is 429 with Retry-After', async () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, checkGatewayConfig, loadConfig } from '../../src/config.js';
-import { absoluteLink, composeEmail } from '../../src/domain/email/compose.js';
+import { composeEmail, tokenLink } from '../../src/domain/email/compose.js';
 import { createEmailSender } from '../../src/providers/email/index.js';
 import { SmtpEmailSender } from '../../src/providers/email/smtp.js';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.js';
@@ -23,7 +23,7 @@ describe('SMTP sender', () => {
   });
 
   it('delivers a text and an HTML body, authenticating with the credentials in SMTP_URL', async () => {
-    const link = absoluteLink('https://gw.example.com/', '/console/verify-email', { token: 'abc_123' });
+    const link = tokenLink('https://gw.example.com/', '/console/verify-email', 'abc_123');
     await sender.send(composeEmail({ to: 'Ada@Example.com', subject: 'Confirm <your> email', intro: ['Hello & welcome, <b>Ada</b>.'], action: { label: 'Confirm', url: link } }));
     const mail = await smtp.nextMessage('ada@example.com');
     expect(mail.fromHeader).toMatch(/^"?Gateway"? <no-reply@example.com>$/);

@@ -74,6 +74,16 @@ describe('graceful shutdown (the real process)', () => {
     expect(gw.lines.join('\n')).not.toMatch(/shutdown took too long/);
   });
 
+  it('SIGTERM as soon as the gateway listens (its worker still starting) is a graceful shutdown, not the default kill', async () => {
+    const gw = await startGatewayProcess({ IN_PROCESS_WORKER: 'true' });
+    processes.push(gw);
+    // The demo key is printed once the gateway listens, before the in-process worker has started.
+    gw.child.kill('SIGTERM');
+    const code = await gw.closed;
+    expect({ code, signal: gw.child.signalCode }, gw.stderr() + gw.lines.slice(-20).join('\n')).toEqual({ code: 0, signal: null });
+    expect(gw.lines.some((l) => /"msg":"shut down"/.test(l))).toBe(true);
+  });
+
   it('SIGTERM under load: every answer is complete (200, or a 503 in the contract shape with Retry-After), exit 0', async () => {
     const gw = await startGatewayProcess({ IN_PROCESS_WORKER: 'true', LOG_LEVEL: 'warn' });
     processes.push(gw);

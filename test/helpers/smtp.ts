@@ -11,6 +11,10 @@
  *
  * nextMessage returns the oldest message to that address not yet returned, waiting for one when there
  * is none (up to `timeoutMs`, generous: the machine is busy).
+ *
+ * A slow mail server: `startSmtpServer({ hold: true })` receives each message and then holds its answer
+ * to DATA until `release()`, so a test can see what the gateway does while its mail server has not
+ * accepted a message yet (`holding` counts the messages held).
  */
 import type { AddressInfo } from 'node:net';
 import { simpleParser } from 'mailparser';
@@ -44,11 +48,18 @@ export interface TestSmtpServer {
   nextMessage(address: string, timeoutMs?: number): Promise<ReceivedEmail>;
   /** How many messages went to an address so far. */
   countTo(address: string): number;
+  /** Messages received and not yet answered (with `hold`). */
+  holding(): number;
+  /** Answers every held message, and every later one at once. */
+  release(): void;
   close(): Promise<void>;
 }
 
-export async function startSmtpServer(): Promise<TestSmtpServer> {
+export async function startSmtpServer(opts: { hold?: boolean } = {}): Promise<TestSmtpServer> {
   const messages: ReceivedEmail[] = [];
+  let holding = 0;
+  let release = () => {};
+  const released = opts.hold ? new Promise<void>((resolve) => (release = resolve)) : Promise.resolve();
   const claimed = new Set<ReceivedEmail>();
   const waiters: { address: string; resolve: (m: ReceivedEmail) => void }[] = [];
 
@@ -74,7 +85,10 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     },
     onData(stream, session, callback) {
       simpleParser(stream)
-        .then((parsed) => {
+        .then(async (parsed) => {
+          holding++;
+          await released;
+          holding--;
           const text = parsed.text ?? '';
           deliver({
             to: session.envelope.rcptTo.map((r) => r.address.toLowerCase()),
@@ -123,6 +137,8 @@ export async function startSmtpServer(): Promise<TestSmtpServer> {
     countTo(address) {
       return messages.filter((m) => m.to.includes(address.toLowerCase())).length;
     },
+    holding: () => holding,
+    release: () => release(),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -30,12 +30,19 @@ describe('isPublicAddress', () => {
     ['::ffff:169.254.169.254', 'IPv4-mapped link-local'],
     ['64:ff9b::7f00:1', 'NAT64 of loopback'],
     ['::127.0.0.1', 'IPv4-compatible loopback'],
+    ['::ffff:0:127.0.0.1', 'IPv4-translated loopback (::ffff:0:0/96)'],
+    ['::ffff:0:7f00:1', 'IPv4-translated loopback, hex form'],
+    ['::ffff:0:a9fe:a9fe', 'IPv4-translated link-local'],
+    ['64:ff9b::10.0.0.1', 'NAT64 of a private address'],
+    ['64:ff9b:1::7f00:1', 'local-use NAT64 (64:ff9b:1::/48) of loopback'],
+    ['64:ff9b:1:abcd::192.168.0.1', 'local-use NAT64 of a private address, with a subnet'],
+    ['64:ff9b:1:ffff:ffff:ffff:a9fe:a9fe', 'local-use NAT64 of link-local, the /48 filled'],
     ['not an address', 'not an IP'],
   ])('refuses %s (%s)', (address) => {
     expect(isPublicAddress(address)).toBe(false);
   });
 
-  it.each([['93.184.215.14'], ['8.8.8.8'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8'], ['64:ff9b::808:808']])('allows %s', (address) => {
+  it.each([['93.184.215.14'], ['8.8.8.8'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8'], ['64:ff9b::808:808'], ['::ffff:0:8.8.8.8'], ['64:ff9b:1::808:808']])('allows %s', (address) => {
     expect(isPublicAddress(address)).toBe(true);
   });
 });
@@ -52,6 +59,16 @@ describe('allowedAddresses', () => {
     }
     return 'allowed';
   }
+
+  it('refuses URLs whose literal address carries a refused IPv4 address through a translation prefix', async () => {
+    for (const url of ['http://[::ffff:0:127.0.0.1]/', 'http://[64:ff9b:1::7f00:1]/', 'https://[64:ff9b::a9fe:a9fe]/hook']) {
+      expect(await refusal(url), url).toMatch(/^invalid_request: url must not point to a loopback, private, link-local/);
+    }
+  });
+
+  it('refuses a name that resolves to a translated refused address', async () => {
+    expect(await refusal('https://nat.example.test/x', { 'nat.example.test': ['64:ff9b:1::a00:1'] })).toMatch(/^invalid_request: url must not point to/);
+  });
 
   it('resolves names and refuses one that resolves to loopback', async () => {
     expect(await refusal('https://hooks.example.test/x', { 'hooks.example.test': ['127.0.0.1'] })).toMatch(/^invalid_request: url must not point to a loopback/);

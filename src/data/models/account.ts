@@ -34,7 +34,8 @@ export interface AccountDoc {
   autoRecharge?: { enabled: boolean; threshold: number; credits: number };
   rechargeFailure?: { at: Date; reason: string } | null;
   /** The one automatic recharge in flight (its trigger id, and the pack it buys), until granted or failed. */
-  rechargeInFlight?: { id: string; at: Date; credits?: number } | null;
+  /** `sentAt`: when the worker sent it to Stripe (from then on, turning auto-recharge off no longer stops it). */
+  rechargeInFlight?: { id: string; at: Date; credits?: number; sentAt?: Date } | null;
   /** Automatic recharges started per UTC day (`YYYY-MM-DD` → count). */
   rechargeCounts?: Record<string, number>;
   /**

@@ -2,7 +2,7 @@ import { AppError, UnreachableCaseError } from '../errors.js';
 import type { AuditActor } from '../audit/types.js';
 import type { CreditService } from '../credits/service.js';
 import type { BillingAccountStore, PaymentEvent, PaymentProvider, PurchaseStore } from './ports.js';
-import type { PaidPurchase, PurchaseRecord } from './types.js';
+import type { Catalog, CheckoutPayment, PaidPurchase, PurchaseRecord } from './types.js';
 
 export interface FulfilmentDeps {
   purchases: PurchaseStore;
@@ -10,11 +10,13 @@ export interface FulfilmentDeps {
   credits: Pick<CreditService, 'purchase' | 'takeBack' | 'getAccount'>;
   /** Null when Stripe is not configured (nothing can then be refunded through it either). */
   provider: Pick<PaymentProvider, 'refundsOf' | 'accountOfPaymentIntent'> | null;
+  /** What is on sale: a paid session with no record (the previous release's) buys the pack of its price. */
+  catalog: Catalog;
   host: string;
   now?: () => Date;
 }
 
-export type FulfilmentOutcome = 'granted' | 'already_granted' | 'refunds_taken_back' | 'ignored';
+export type FulfilmentOutcome = 'granted' | 'already_granted' | 'refunds_taken_back' | 'mismatch' | 'ignored';
 
 /** The balance operation of a purchase: recorded on the account, so it applies once. */
 export const purchaseOpId = (purchaseId: string) => `purchase:${purchaseId}`;
@@ -41,8 +43,10 @@ export class PurchaseFulfilment {
 
   async handle(event: PaymentEvent): Promise<FulfilmentOutcome> {
     switch (event.kind) {
+      case 'checkout_paid':
+        return this.checkoutPaid(event.payment);
       case 'paid':
-        return this.fulfil(event.purchase);
+        return this.rechargePaid(event.purchase);
       case 'refunded':
         return this.refunded(event.chargeId, event.paymentIntentId);
       case 'ignored':
@@ -59,9 +63,46 @@ export class PurchaseFulfilment {
    */
   async fulfil(paid: PaidPurchase): Promise<'granted' | 'already_granted' | 'ignored'> {
     if (!(await this.deps.credits.getAccount(paid.accountId))) return 'ignored';
-    const record = await this.deps.purchases.record(paid, this.now());
-    if (record.state === 'granted') return 'already_granted';
-    await this.finish(record);
+    return this.grant(await this.deps.purchases.record(paid, this.now()), paid.paymentIntentId);
+  }
+
+  /**
+   * A paid Checkout Session: grants what the gateway recorded when it created the session, never a
+   * count the event carries. An event whose account, amount or currency disagrees with that record
+   * grants nothing (`mismatch`: the door logs it and answers 2xx, since delivering it again changes
+   * nothing).
+   * A session with no record (created by the previous release, or a crash right after its creation)
+   * buys the catalog's pack of the price paid, if there is one.
+   */
+  async checkoutPaid(payment: CheckoutPayment): Promise<FulfilmentOutcome> {
+    const recorded = await this.deps.purchases.find(payment.sessionId);
+    if (recorded) {
+      const agrees = recorded.kind === 'checkout' && recorded.accountId === payment.accountId && recorded.amount === payment.amount && recorded.currency === payment.currency;
+      return agrees ? this.grant(recorded, payment.paymentIntentId) : 'mismatch';
+    }
+    if (!payment.accountId || !(await this.deps.credits.getAccount(payment.accountId))) return 'ignored';
+    const { catalog } = this.deps;
+    const pack = payment.currency === catalog.currency ? catalog.packs.find((p) => p.price === payment.amount) : undefined;
+    if (!pack) return 'mismatch';
+    return this.fulfil({ id: payment.sessionId, kind: 'checkout', accountId: payment.accountId, credits: pack.credits, amount: pack.price, currency: catalog.currency, paymentIntentId: payment.paymentIntentId });
+  }
+
+  /** Grants a recorded purchase once: an open session becomes paid first. */
+  /**
+   * `payment_intent.succeeded` of an automatic recharge (usually granted by the worker already): its
+   * credits and amount must be a pack on sale, or it grants nothing (`mismatch`).
+   */
+  private async rechargePaid(paid: PaidPurchase): Promise<FulfilmentOutcome> {
+    const { catalog } = this.deps;
+    const onSale = paid.currency === catalog.currency && catalog.packs.some((p) => p.credits === paid.credits && p.price === paid.amount);
+    return onSale ? this.fulfil(paid) : 'mismatch';
+  }
+
+  private async grant(record: PurchaseRecord, paymentIntentId: string | null): Promise<'granted' | 'already_granted'> {
+    const paid = record.state === 'open' ? await this.deps.purchases.markPaid(record.id, paymentIntentId) : record;
+    if (!paid) throw new Error(`purchase ${record.id} vanished`);
+    if (paid.state === 'granted') return 'already_granted';
+    await this.finish(paid);
     return 'granted';
   }
 

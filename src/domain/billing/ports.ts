@@ -1,4 +1,4 @@
-import type { BillingAccount, AutoRechargeSettings, PaidPurchase, PurchaseRecord, PurchaseRefund } from './types.js';
+import type { BillingAccount, AutoRechargeSettings, CheckoutPayment, PaidPurchase, PurchaseRecord, PurchaseRefund } from './types.js';
 
 /** Stripe, as the domain calls it (src/providers/stripe implements it; tests run it against the stand-in). */
 export interface PaymentProvider {
@@ -34,6 +34,8 @@ export interface PaymentProvider {
 /** A verified Stripe event, as the domain reads it. */
 export type PaymentEvent =
   /** `checkout.session.completed` (paid) or `checkout.session.async_payment_succeeded`. */
+  | { kind: 'checkout_paid'; payment: CheckoutPayment }
+  /** `payment_intent.succeeded` of an automatic recharge. */
   | { kind: 'paid'; purchase: PaidPurchase }
   /** `charge.refunded`. */
   | { kind: 'refunded'; chargeId: string; paymentIntentId: string }
@@ -42,8 +44,13 @@ export type PaymentEvent =
 
 /** Purchases (collection `purchases`), one document per Checkout Session or auto-recharge PaymentIntent. */
 export interface PurchaseStore {
-  /** Inserts the purchase unless its id exists; returns the stored record either way. */
+  /** Inserts the purchase (`pending`) unless its id exists; returns the stored record either way. */
   record(purchase: PaidPurchase, at: Date): Promise<PurchaseRecord>;
+  /** Records a Checkout Session as created (`open`): what it sells, before anyone pays. */
+  open(purchase: PaidPurchase, at: Date): Promise<void>;
+  find(id: string): Promise<PurchaseRecord | null>;
+  /** open → pending with the payment's PaymentIntent (guarded); returns the record as it is then. */
+  markPaid(id: string, paymentIntentId: string | null): Promise<PurchaseRecord | null>;
   findByPaymentIntent(paymentIntentId: string): Promise<PurchaseRecord | null>;
   /** pending → granted (guarded: a second call changes nothing). */
   markGranted(id: string, at: Date): Promise<void>;
@@ -51,7 +58,7 @@ export interface PurchaseStore {
   addRefund(id: string, refund: PurchaseRefund): Promise<void>;
   /** Purchases still pending, recorded before `before` (the sweep finishes them). */
   pending(before: Date, limit: number): Promise<PurchaseRecord[]>;
-  /** The account's purchases, newest first. */
+  /** The account's purchases, paid ones only (not `open`), newest first. */
   listForAccount(accountId: string, limit: number): Promise<PurchaseRecord[]>;
 }
 
@@ -72,6 +79,14 @@ export interface BillingAccountStore {
   rechargesOn(accountId: string, day: string): Promise<number>;
   /** Clears the in-flight marker if it is still `triggerId`'s. */
   finishRecharge(accountId: string, triggerId: string): Promise<void>;
+  /**
+   * One guarded update: marks `triggerId`'s recharge as sent to Stripe, only while auto-recharge is on.
+   * True when it may be sent: marked now, or marked by an earlier attempt (a retry sends it again
+   * under the same idempotency key). False when auto-recharge was turned off before it was sent.
+   */
+  markRechargeSent(accountId: string, triggerId: string, at: Date): Promise<boolean>;
+  /** Clears `triggerId`'s marker if the recharge was never sent to Stripe. */
+  cancelRecharge(accountId: string, triggerId: string): Promise<void>;
   /** Clears `triggerId`'s marker, turns auto-recharge off and records why; false when the marker was not its. */
   failRecharge(accountId: string, triggerId: string, reason: string, at: Date): Promise<boolean>;
   /** Recharges in flight since before `before` (a lost queue entry or a lost webhook): the sweep retries them. */

@@ -27,13 +27,15 @@ export interface AutoRechargeDeps {
   now?: () => Date;
 }
 
-export type RechargeOutcome = 'charged' | 'failed' | 'stale';
+/** `canceled`: auto-recharge was turned off before the recharge was sent to Stripe. */
+export type RechargeOutcome = 'charged' | 'failed' | 'stale' | 'canceled';
 
 /**
  * Automatic recharge, the workers' part (RechargeTrigger queued it): charges the saved card off-session
  * with the trigger's id as Stripe's idempotency key (a retry finds the same PaymentIntent) and grants
  * the pack through the same exactly-once fulfilment as `payment_intent.succeeded`; a decline turns
- * auto-recharge off, is audited and sends `credits.recharge_failed`.
+ * auto-recharge off, is audited and sends `credits.recharge_failed`. Turning auto-recharge off stops
+ * a recharge not yet sent to Stripe (one guarded update decides which came first).
  */
 export class AutoRecharge {
   private readonly now: () => Date;
@@ -46,6 +48,11 @@ export class AutoRecharge {
   async run(accountId: string, triggerId: string): Promise<RechargeOutcome> {
     const account = await this.deps.accounts.get(accountId);
     if (!account?.rechargeInFlight || account.rechargeInFlight.id !== triggerId) return 'stale';
+    // The owner may turn automatic recharge off until this moment: then nothing is charged.
+    if (!(await this.deps.accounts.markRechargeSent(accountId, triggerId, this.now()))) {
+      await this.deps.accounts.cancelRecharge(accountId, triggerId);
+      return 'canceled';
+    }
     const { provider, catalog } = this.deps;
     const credits = account.rechargeInFlight.credits;
     const pack = catalog.packs.find((p) => p.credits === credits);

@@ -9,7 +9,7 @@ export interface BillingServiceDeps {
   accounts: BillingAccountStore;
   /** The account's name and balance. */
   accountOf: (accountId: string) => Promise<AccountRecord | null>;
-  purchases: Pick<PurchaseStore, 'listForAccount'>;
+  purchases: Pick<PurchaseStore, 'listForAccount' | 'open'>;
   /** Grants and sign-up credits come from the audit trail; setting changes go to it. */
   audit: Pick<AuditStore, 'query' | 'record'>;
   /** Null: buying credits is not enabled on this server (no STRIPE_SECRET_KEY). */
@@ -70,14 +70,18 @@ export class BillingService {
 
   /**
    * A Checkout Session for one pack: credits, amount and currency from the configuration (the form
-   * only names the pack), on the account's one Stripe customer. Returns the URL to send the browser to.
+   * only names the pack), on the account's one Stripe customer, recorded as the purchase its payment
+   * grants. Returns the URL to send the browser to.
    */
   async startCheckout(accountId: string, packCredits: unknown, urls: { successUrl: string; cancelUrl: string }): Promise<string> {
     const { provider } = this.deps;
     if (!provider) throw new AppError('payments_disabled');
     const pack = this.packOf(packCredits);
     const customerId = await this.customerOf(accountId);
-    const session = await provider.createCheckoutSession({ customerId, accountId, credits: pack.credits, amount: pack.price, currency: this.deps.catalog.currency, ...urls });
+    const currency = this.deps.catalog.currency;
+    const session = await provider.createCheckoutSession({ customerId, accountId, credits: pack.credits, amount: pack.price, currency, ...urls });
+    // Lost if this process dies here: the payment is then granted by the catalog's pack of its price.
+    await this.deps.purchases.open({ id: session.id, kind: 'checkout', accountId, credits: pack.credits, amount: pack.price, currency, paymentIntentId: null }, this.deps.now?.() ?? new Date());
     return session.url;
   }
 

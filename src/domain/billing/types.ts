@@ -15,8 +15,12 @@ export interface Catalog {
 /** How the credits were paid for: a Checkout Session in the console, or an automatic recharge. */
 export type PurchaseKind = 'checkout' | 'auto_recharge';
 
-/** `pending`: recorded, the credits perhaps not granted yet (the sweep finishes it); `granted`: done. */
-export type PurchaseState = 'pending' | 'granted';
+/**
+ * `open`: a Checkout Session the gateway created, not paid yet (what it sells is recorded then, so a
+ * payment event never says how many credits it buys); `pending`: paid and recorded, the credits perhaps
+ * not granted yet (the sweep finishes it); `granted`: done.
+ */
+export type PurchaseState = 'open' | 'pending' | 'granted';
 
 /** What a paid Checkout Session or auto-recharge PaymentIntent says was bought. */
 export interface PaidPurchase {
@@ -31,6 +35,17 @@ export interface PaidPurchase {
   paymentIntentId: string | null;
   /** The auto-recharge trigger that created the PaymentIntent (its idempotency key). */
   triggerId?: string | null;
+}
+
+/** What a paid Checkout event reports, read from Stripe's event: never how many credits it buys. */
+export interface CheckoutPayment {
+  sessionId: string;
+  /** `metadata.account_id`, else `client_reference_id`. */
+  accountId: string | null;
+  /** `amount_total` and `currency` as paid (minor units, lower case). */
+  amount: number | null;
+  currency: string | null;
+  paymentIntentId: string | null;
 }
 
 export interface PurchaseRefund {

@@ -1,3 +1,4 @@
+import { LINK_TOKEN_PARAM } from '../links/secret-params.js';
 import type { EmailMessage } from './ports.js';
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -38,9 +39,14 @@ export function composeEmail(content: EmailContent): EmailMessage {
   return { to: content.to, subject: content.subject, text, html };
 }
 
-/** An absolute link: `path` (with its query) on the gateway's public base URL. */
-export function absoluteLink(baseUrl: string, path: string, query: Record<string, string> = {}): string {
-  const url = new URL(path, `${baseUrl.replace(/\/+$/, '')}/`);
-  for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+/** An absolute link: `path` on the gateway's public base URL. */
+export function absoluteLink(baseUrl: string, path: string): string {
+  return new URL(path, `${baseUrl.replace(/\/+$/, '')}/`).toString();
+}
+
+/** An absolute link that carries a link token, in the one parameter logs redact. */
+export function tokenLink(baseUrl: string, path: string, token: string): string {
+  const url = new URL(absoluteLink(baseUrl, path));
+  url.searchParams.set(LINK_TOKEN_PARAM, token);
   return url.toString();
 }

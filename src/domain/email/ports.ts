@@ -25,3 +25,28 @@ export interface EmailThrottleStore {
    */
   take(subject: string, at: Date, windowStart: Date, max: number): Promise<{ taken: true } | { taken: false; oldest: Date }>;
 }
+
+/**
+ * An email to send after the request that asked for it was answered: what kind, to whom, and the
+ * plain values its handler needs (never a link token: the handler issues the link when it sends).
+ */
+export interface OutboxEntry {
+  id: string;
+  kind: string;
+  to: string;
+  data: Readonly<Record<string, string | number | boolean | null>>;
+  createdAt: Date;
+  /** Claims so far, this one included. */
+  attempts: number;
+}
+
+/** The emails not sent yet, shared by every gateway on the database (src/data/email-outbox.ts). */
+export interface EmailOutboxStore {
+  /** Stores the entry, claimed by its writer until `claimedUntil` (a crash lets the claim lapse). */
+  insert(entry: Omit<OutboxEntry, 'id' | 'attempts'>, claimedUntil: Date): Promise<OutboxEntry>;
+  /** One guarded update: claims one entry whose claim lapsed at `now`, until `claimedUntil`; null when none is due. */
+  claimDue(now: Date, claimedUntil: Date): Promise<OutboxEntry | null>;
+  /** Gives up the claim: the entry is due again at `retryAt`. */
+  retryAt(id: string, retryAt: Date): Promise<void>;
+  remove(id: string): Promise<void>;
+}

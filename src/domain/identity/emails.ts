@@ -1,4 +1,4 @@
-import { absoluteLink, composeEmail } from '../email/compose.js';
+import { absoluteLink, composeEmail, tokenLink } from '../email/compose.js';
 import type { EmailMessage } from '../email/ports.js';
 
 /** The emails of sign-up and password reset: what they say, and where their links point. */
@@ -8,7 +8,7 @@ export function verifyEmailMessage(to: string, accountName: string, baseUrl: str
     to,
     subject: 'Confirm your email to create your account',
     intro: [`Someone (we hope you) asked to create the account "${accountName}" on credit-gateway with this email address.`, 'Open the link below within 24 hours to confirm it: the account is created then.'],
-    action: { label: 'Confirm email and create account', url: absoluteLink(baseUrl, '/console/verify-email', { token }) },
+    action: { label: 'Confirm email and create account', url: tokenLink(baseUrl, '/console/verify-email', token) },
     outro: ['If you did not ask for this, ignore this email: nothing is created.'],
   });
 }
@@ -18,7 +18,7 @@ export function accountExistsMessage(to: string, baseUrl: string, token: string)
     to,
     subject: 'You already have an account',
     intro: ['Someone (we hope you) tried to sign up on credit-gateway with this email address, which already has an account.', 'Sign in, or, if you forgot your password, set a new one within the next hour:'],
-    action: { label: 'Reset your password', url: absoluteLink(baseUrl, '/console/reset-password', { token }) },
+    action: { label: 'Reset your password', url: tokenLink(baseUrl, '/console/reset-password', token) },
     outro: [`Sign in: ${absoluteLink(baseUrl, '/console/sign-in')}`, 'If this was not you, ignore this email: nothing has changed.'],
   });
 }
@@ -28,7 +28,7 @@ export function resetPasswordMessage(to: string, baseUrl: string, token: string)
     to,
     subject: 'Reset your password',
     intro: ['Someone (we hope you) asked to reset the password of your credit-gateway account.', 'Open the link below within an hour to choose a new password. Every session of yours ends when you do.'],
-    action: { label: 'Set a new password', url: absoluteLink(baseUrl, '/console/reset-password', { token }) },
+    action: { label: 'Set a new password', url: tokenLink(baseUrl, '/console/reset-password', token) },
     outro: ['If you did not ask for this, ignore this email: your password stays as it is.'],
   });
 }

@@ -9,7 +9,7 @@ import { accountExistsMessage, verifyEmailMessage } from './emails.js';
 import { consoleActor, sendOrFail } from './mail.js';
 import type { MailingDeps } from './mail.js';
 import type { SignupClaim, SignupClaimStore } from './ports.js';
-import { RESET_LINK_MS } from './password-reset.js';
+import { issueResetLink } from './password-reset.js';
 
 export const VERIFY_LINK_MS = 24 * 3_600_000;
 const MAX_ACCOUNT_NAME = 200;
@@ -53,7 +53,7 @@ export class SignUpService {
     const passwordHash = await this.deps.hasher.hash(password);
     const existing = await this.deps.users.findByEmail(email);
     if (existing) {
-      const link = await this.deps.links.issue('reset_password', { userId: existing.id }, RESET_LINK_MS);
+      const link = await issueResetLink(this.deps.links, existing);
       await sendOrFail(this.deps.mail, accountExistsMessage(email, meta.baseUrl, link.token));
     } else {
       const link = await this.deps.links.issue('verify_email', { email, accountName, passwordHash }, VERIFY_LINK_MS);

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { SIGNATURE_PARAM } from '../links/secret-params.js';
 
 /**
  * Signed, expiring image URLs: HMAC-SHA256 over job id, image index and expiry, so a URL can be fetched
@@ -44,7 +45,7 @@ export class ImageUrlSigner {
   /** Path and query of the image's URL, to be appended to the public base address. */
   path(jobId: string, index: number, now = new Date()): string {
     const expires = this.expiryFor(now);
-    return `${IMAGE_FILE_PATH_PREFIX}/${jobId}/images/${index}?expires=${expires}&sig=${this.signature(jobId, index, expires)}`;
+    return `${IMAGE_FILE_PATH_PREFIX}/${jobId}/images/${index}?expires=${expires}&${SIGNATURE_PARAM}=${this.signature(jobId, index, expires)}`;
   }
 
   url(baseUrl: string, jobId: string, index: number, now = new Date()): string {

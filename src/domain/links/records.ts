@@ -35,4 +35,6 @@ export interface LinkTokenStore {
   listUsable(purpose: LinkPurpose, match: LinkPayload, now: Date): Promise<LinkTokenRecord[]>;
   /** Uses up one record by id (revocation), when it is still usable and its payload has `match`. */
   revoke(id: string, purpose: LinkPurpose, match: LinkPayload, now: Date): Promise<LinkTokenRecord | null>;
+  /** Uses up every usable record of a purpose whose payload has every field of `match`; how many. */
+  revokeAll(purpose: LinkPurpose, match: LinkPayload, now: Date): Promise<number>;
 }

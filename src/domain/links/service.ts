@@ -57,6 +57,11 @@ export class LinkTokens {
   revoke(purpose: LinkPurpose, id: string, match: LinkPayload): Promise<LinkTokenRecord | null> {
     return this.deps.store.revoke(id, purpose, match, this.now());
   }
+
+  /** Makes every still-usable token of a purpose whose payload has `match` unusable; how many were. */
+  revokeAll(purpose: LinkPurpose, match: LinkPayload): Promise<number> {
+    return this.deps.store.revokeAll(purpose, match, this.now());
+  }
 }
 
 export function hashLinkToken(token: string): string {

@@ -1,7 +1,7 @@
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import { checkNewPassword, normalizeEmail, type PasswordHasher } from '../console/passwords.js';
 import type { UserStore } from '../console/records.js';
-import { absoluteLink, composeEmail } from '../email/compose.js';
+import { composeEmail, tokenLink } from '../email/compose.js';
 import type { EmailSender } from '../email/ports.js';
 import { emailThrottledError, type EmailThrottle } from '../email/throttle.js';
 import { AppError, invalid } from '../errors.js';
@@ -75,7 +75,7 @@ export class Invitations {
     // A new invitation replaces an earlier one to the same address: one live link per person.
     for (const old of await this.deps.links.listUsable('invitation', { accountId: actor.accountId, email })) await this.deps.links.revoke('invitation', old.id, { accountId: actor.accountId });
     const issued = await this.deps.links.issue('invitation', { accountId: actor.accountId, email, role, invitedBy: actor.email }, INVITATION_TTL_MS);
-    const link = absoluteLink(baseUrl, '/console/invitations/accept', { token: issued.token });
+    const link = tokenLink(baseUrl, '/console/invitations/accept', issued.token);
     const name = account?.name ?? 'an account';
     await this.deps.sender.send(
       composeEmail({

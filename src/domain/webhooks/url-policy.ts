@@ -4,8 +4,8 @@ import type { HostResolver } from './ports.js';
 
 /**
  * Where webhooks may not go (SSRF): the gateway's own machine and networks a request from it could
- * reach but the internet cannot. IPv4-mapped and NAT64 IPv6 addresses are judged by the IPv4 address
- * they carry.
+ * reach but the internet cannot. IPv6 addresses of a translation prefix (IPv4-mapped, IPv4-translated,
+ * NAT64) are judged by the IPv4 address they carry.
  */
 const BLOCKED = new BlockList();
 for (const [net, prefix] of [
@@ -35,14 +35,22 @@ for (const [net, prefix] of [
   BLOCKED.addSubnet(net, prefix, 'ipv6');
 }
 
-/** The IPv4 address an IPv6 address carries (IPv4-mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96), else null. */
+/**
+ * The IPv4 address an IPv6 address carries, in its last 32 bits, else null: IPv4-mapped
+ * (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96, SIIT), NAT64 (64:ff9b::/96, and the local-use
+ * 64:ff9b:1::/48, RFC 8215, whatever its subnet bits), and the deprecated IPv4-compatible ::/96. On a
+ * network that translates them, a request to such an address reaches that IPv4 address.
+ */
 function embeddedIpv4(address: string): string | null {
   const words = expandIpv6(address);
   if (!words) return null;
-  const mapped = words.slice(0, 5).every((w) => w === 0) && words[5] === 0xffff;
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((w) => w === 0);
-  const compat = words.slice(0, 6).every((w) => w === 0) && (words[6] !== 0 || words[7] > 1);
-  if (!mapped && !nat64 && !compat) return null;
+  const zero = (from: number, to: number) => words.slice(from, to).every((w) => w === 0);
+  const mapped = zero(0, 5) && words[5] === 0xffff;
+  const translated = zero(0, 4) && words[4] === 0xffff && words[5] === 0;
+  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && zero(2, 6);
+  const localNat64 = words[0] === 0x64 && words[1] === 0xff9b && words[2] === 1;
+  const compat = zero(0, 6) && (words[6] !== 0 || words[7] > 1);
+  if (!mapped && !translated && !nat64 && !localNat64 && !compat) return null;
   return [words[6] >> 8, words[6] & 0xff, words[7] >> 8, words[7] & 0xff].join('.');
 }
 

@@ -16,7 +16,9 @@ export interface StripeWebhookDeps {
 
 const received = z.object({
   received: z.literal(true),
-  outcome: z.enum(['granted', 'already_granted', 'refunds_taken_back', 'ignored']).meta({ description: 'What the event did.' }),
+  outcome: z
+    .enum(['granted', 'already_granted', 'refunds_taken_back', 'mismatch', 'ignored'])
+    .meta({ description: 'What the event did (`mismatch`: a paid Checkout whose amount or currency disagrees with the purchase sold; nothing granted).' }),
 });
 
 /**
@@ -42,6 +44,10 @@ const stripeWebhookRoutes: RouteModule<StripeWebhookDeps> = async (app, { stripe
     const signature = request.headers['stripe-signature'];
     const event = stripe.verify(raw, typeof signature === 'string' ? signature : undefined);
     const outcome = await stripe.fulfilment.handle(event);
+    if (outcome === 'mismatch') {
+      const paid = event.kind === 'checkout_paid' ? { sessionId: event.payment.sessionId, accountId: event.payment.accountId, amount: event.payment.amount, currency: event.payment.currency } : event.kind === 'paid' ? { paymentIntentId: event.purchase.id, accountId: event.purchase.accountId, credits: event.purchase.credits, amount: event.purchase.amount, currency: event.purchase.currency } : {};
+      request.log.warn(paid, 'stripe: payment mismatch: its amount, currency or account disagrees with the purchase sold; nothing granted');
+    }
     return reply.header('cache-control', 'no-store').send({ received: true, outcome });
   });
 };

@@ -140,14 +140,17 @@ export function toPaymentEvent(event: Stripe.Event): PaymentEvent {
   if (PAID_SESSION_EVENTS.has(event.type)) {
     const session = event.data.object as Stripe.Checkout.Session;
     if (session.payment_status !== 'paid' || session.mode !== 'payment') return ignored;
-    const purchase = purchaseOf(session.metadata, {
-      id: session.id,
-      kind: 'checkout',
-      amount: session.amount_total,
-      currency: session.currency,
-      paymentIntentId: idOf(session.payment_intent),
-    });
-    return purchase ? { kind: 'paid', purchase } : ignored;
+    // No credits read here: the purchase the gateway recorded with the session says what was bought.
+    return {
+      kind: 'checkout_paid',
+      payment: {
+        sessionId: session.id,
+        accountId: session.metadata?.account_id ?? session.client_reference_id ?? null,
+        amount: session.amount_total ?? null,
+        currency: session.currency?.toLowerCase() ?? null,
+        paymentIntentId: idOf(session.payment_intent),
+      },
+    };
   }
   if (event.type === 'payment_intent.succeeded') {
     const intent = event.data.object;
