@@ -265,11 +265,12 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   const credentialStore = new MongoCredentialStore(connection);
   const mailing = { links, mail: emailSender, throttle: emailThrottle, hasher, audit: auditStore, host };
   const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
+  const signIn = new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } });
   const consoleServices: ConsoleServices = {
     users,
     sessions,
-    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
-    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, claims: signupClaimStore, sessions, signupCredits: config.SIGNUP_CREDITS }),
+    signIn,
+    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, claims: signupClaimStore, sessions, passwordChecks: signIn, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     twoFactor,
     team,
