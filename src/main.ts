@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import type { Connection } from 'mongoose';
 import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
 import { connectDatabase, isDatabaseUnavailableError } from './data/connection.js';
-import { advertiseEmbedded, embeddedDbPath, gatewayDatabaseUri, preferredPort } from './data/embedded-address.js';
+import { advertiseEmbedded, embeddedDbPath, findEmbedded, gatewayDatabaseUri, preferredPort } from './data/embedded-address.js';
 import { MongoSeedClaimStore } from './data/demo-seed-claim.js';
 import { DEMO_CREDITS, DemoSeeder, type DemoAccount } from './domain/demo/seed.js';
 import { buildApp } from './http/app.js';
@@ -30,6 +30,11 @@ async function main(): Promise<void> {
   if (!uri) {
     const dbPath = embeddedDbPath(config.DATA_DIR);
     await mkdir(dbPath, { recursive: true });
+    // Two servers on the same files would each write them as if alone.
+    const running = await findEmbedded(dbPath);
+    if (running.ok) {
+      throw new ConfigError(`Invalid configuration:\n  MONGODB_URI: is not set, and an embedded database already runs from ${dbPath} (another npm start): stop that one, or share it with MONGODB_URI=${running.uri}`);
+    }
     embedded = await startDevDatabase(dbPath, await preferredPort(dbPath));
     uri = gatewayDatabaseUri(embedded.uri);
     // `npm run cli` and `npm run worker` read the address from the data directory.

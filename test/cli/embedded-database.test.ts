@@ -95,6 +95,15 @@ describe('with MONGODB_URI unset', () => {
     const written = JSON.parse(await readFile(addressFile, 'utf8')) as { uri: string; pid: number };
     expect(written.pid).toBe(first.child.pid);
     expect(written.uri).toMatch(/^mongodb:\/\/127\.0\.0\.1:\d+\/$/);
+    // A second npm start on the same files would be a second server writing them: refused, saying why.
+    const twice = await gateway(dataDir, false).then(
+      () => 'started',
+      (err: Error) => err.message,
+    );
+    expect(twice).toContain(`an embedded database already runs from ${path.join(dataDir, 'db')}`);
+    expect(twice).not.toMatch(/\n\s+at /);
+    expect(JSON.parse(await readFile(addressFile, 'utf8'))).toMatchObject({ pid: first.child.pid });
+
     const created = await cli(dataDir, 'account', 'create', '--name', 'Across restarts', '--credits', '5');
     expect(created.code, created.stderr).toBe(0);
     const { accountId } = created.json() as { accountId: string };
