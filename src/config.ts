@@ -200,8 +200,11 @@ const schema = z
     CONSOLE_SESSION_IDLE_MINUTES: int(30, 1, 24 * 60),
     /** open: anyone may create an account at /console/sign-up; invite: new people only through an invitation. */
     SIGNUP: z.enum(['open', 'invite']).default('open'),
-    /** Credits a new self-serve account starts with (audited as a grant). */
-    SIGNUP_CREDITS: int(0),
+    /**
+     * Credits a new self-serve account starts with (audited as a grant). Unset: 100, so that someone who
+     * signs up on a local run can try both services; 0 with NODE_ENV=production (loadConfig).
+     */
+    SIGNUP_CREDITS: int(100),
     /** Where email goes: smtp:// or smtps://, credentials in the URL. Unset: emails are written to the log (not in production). */
     SMTP_URL: z
       .url()
@@ -290,6 +293,8 @@ export class ConfigError extends Error {
 export function loadConfig(env: ConfigInput | NodeJS.ProcessEnv = process.env): Config {
   const picked: Record<string, string | undefined> = {};
   for (const key of Object.keys(schema.shape ?? {})) picked[key] = emptyToUndefined(env[key as keyof typeof env]);
+  // The one default that depends on another variable: production gives nothing away unless told to.
+  if (picked.SIGNUP_CREDITS === undefined && picked.NODE_ENV === 'production') picked.SIGNUP_CREDITS = '0';
   const parsed = schema.safeParse(picked);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(config)'}: ${i.message}`);

@@ -1,15 +1,17 @@
 /**
  * Gateway entry (`npm start`): config → database → services → buildApp → listen; graceful shutdown.
- * Without MONGODB_URI it starts the embedded MongoDB-compatible server, persisting in DATA_DIR/db, and
- * on an empty database (not in production) creates a demo account and prints its key once.
+ * Without MONGODB_URI it starts the embedded MongoDB-compatible server, persisting in DATA_DIR/db, on
+ * the port of its last run when that is free, and writes its address there for the CLI and workers
+ * (src/data/embedded-address.ts); on an empty database (not in production) it creates a demo account
+ * and prints its key once.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import path from 'node:path';
 import type { Connection } from 'mongoose';
 import { ConfigError, checkGatewayConfig, loadConfig } from './config.js';
 import { connectDatabase, isDatabaseUnavailableError } from './data/connection.js';
+import { advertiseEmbedded, embeddedDbPath, findEmbedded, gatewayDatabaseUri, preferredPort } from './data/embedded-address.js';
 import { MongoSeedClaimStore } from './data/demo-seed-claim.js';
 import { DEMO_CREDITS, DemoSeeder, type DemoAccount } from './domain/demo/seed.js';
 import { buildApp } from './http/app.js';
@@ -23,18 +25,22 @@ async function main(): Promise<void> {
   const config = loadConfig();
   checkGatewayConfig(config);
   let embedded: DevDatabase | undefined;
+  let markAddressStopped: (() => Promise<void>) | undefined;
   let uri = config.MONGODB_URI;
   if (!uri) {
-    const dbPath = path.resolve(config.DATA_DIR, 'db');
+    const dbPath = embeddedDbPath(config.DATA_DIR);
     await mkdir(dbPath, { recursive: true });
-    embedded = await startDevDatabase(dbPath);
-    // The database name goes into the URI printed below, so other processes open the same database.
-    uri = `${embedded.uri.replace(/\/?$/, '/')}gateway`;
+    // Two servers on the same files would each write them as if alone.
+    const running = await findEmbedded(dbPath);
+    if (running.ok) {
+      throw new ConfigError(`Invalid configuration:\n  MONGODB_URI: is not set, and an embedded database already runs from ${dbPath} (another npm start): stop that one, or share it with MONGODB_URI=${running.uri}`);
+    }
+    embedded = await startDevDatabase(dbPath, await preferredPort(dbPath));
+    uri = gatewayDatabaseUri(embedded.uri);
+    // `npm run cli` and `npm run worker` read the address from the data directory.
+    markAddressStopped = await advertiseEmbedded(dbPath, embedded.uri);
     say(`MONGODB_URI is not set: started the embedded database at ${uri} (files in ${dbPath}).`);
-    // A worker given MONGODB_URI would default to GridFS: name the store this gateway writes to.
-    const store = config.IMAGE_STORE ?? 'fs';
-    const dir = store === 'fs' ? ` IMAGE_DIR=${path.resolve(config.IMAGE_DIR ?? path.join(config.DATA_DIR, 'images'))}` : '';
-    say(`Other processes can share it, e.g.: MONGODB_URI=${uri} IMAGE_STORE=${store}${dir} npm run worker`);
+    say(`With the same DATA_DIR and no MONGODB_URI, npm run cli and npm run worker find it by themselves.`);
   }
 
   const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 5000 });
@@ -112,6 +118,8 @@ async function main(): Promise<void> {
       await worker?.stop(Math.max(0, deadline - budget * 0.2 - Date.now()));
       await services.close();
       await connection.close();
+      // Marked stopped first: nobody should find a server that is going away.
+      await markAddressStopped?.();
       await embedded?.stop();
       app.log.info({ signal }, 'shut down');
       await flushTraces();
@@ -139,7 +147,7 @@ const EMBEDDED_MONGO = '@credit-gateway/embedded-mongo';
  * as TypeScript through tsx, absent from production installs (`npm ci --omit=dev`), and never part of
  * the compiled build.
  */
-async function startDevDatabase(dbPath: string): Promise<DevDatabase> {
+async function startDevDatabase(dbPath: string, port: number): Promise<DevDatabase> {
   let mod: { startEmbeddedMongo(options: { port: number; dbPath: string }): Promise<DevDatabase> };
   try {
     mod = (await import(EMBEDDED_MONGO)) as typeof mod;
@@ -148,7 +156,7 @@ async function startDevDatabase(dbPath: string): Promise<DevDatabase> {
       `Invalid configuration:\n  MONGODB_URI: is not set, and the embedded database cannot be loaded here (${(err as { code?: string }).code ?? (err as Error).message}): it is a development dependency run through tsx (npm start). Set MONGODB_URI, or start one with \`npm run db\` in a development checkout.`,
     );
   }
-  return mod.startEmbeddedMongo({ port: 0, dbPath });
+  return mod.startEmbeddedMongo({ port, dbPath });
 }
 
 /** The demo, seeded by whichever instance claims it first (see DemoSeeder). */

@@ -286,11 +286,12 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
   });
   const stopOutbox = emailOutbox.start({ everyMs: deps.emailOutbox?.sweepEveryMs ?? 15_000, onError: (err) => log.warn({ err }, 'email outbox: sweep failed') });
   const twoFactor = new TwoFactorService({ users: userStore, credentials: credentialStore, hasher, audit: auditStore, host });
+  const signIn = new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } });
   const consoleServices: ConsoleServices = {
     users,
     sessions,
-    signIn: new SignInService({ users: userStore, hasher, sessions, throttle: throttleStore, audit: auditStore, host, secondFactor: { check: twoFactor, challenges: links } }),
-    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, claims: signupClaimStore, sessions, signupCredits: config.SIGNUP_CREDITS }),
+    signIn,
+    signUp: new SignUpService({ ...mailing, users: userStore, userService: users, credits, claims: signupClaimStore, sessions, passwordChecks: signIn, signupCredits: config.SIGNUP_CREDITS }),
     passwords: new PasswordService({ ...mailing, outbox: emailOutbox, users: userStore, credentials: credentialStore, sessions: sessionStore }),
     twoFactor,
     team,

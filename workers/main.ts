@@ -1,6 +1,6 @@
 /**
  * Standalone image worker: `npm run worker`. Any number may run, on any machine sharing the database
- * (MONGODB_URI). Nothing restarts a worker, so it rides out database outages: started during one, it
+ * (MONGODB_URI; unset, the embedded database that `npm start` runs from DATA_DIR/db on this machine). Nothing restarts a worker, so it rides out database outages: started during one, it
  * waits for the database; hit by one, it pauses and resumes by itself when the database is back.
  * SIGTERM/SIGINT: stop taking work, finish the images already running, close, exit 0; bounded by
  * max(JOB_LOCK_LIFETIME_MS, 30 s) for the drain plus 5 s per closing step, and prompt when the
@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import type { Connection } from 'mongoose';
 import { loadConfig, ConfigError, type Config } from '../src/config.js';
 import { connectDatabase, databaseHealth, isDatabaseUnavailableError } from '../src/data/connection.js';
+import { sharedDatabaseUri } from '../src/data/embedded-address.js';
 import type { Logger } from '../src/domain/logger.js';
 import { PrometheusMetrics } from '../src/metrics/prometheus.js';
 import { startMetricsServer, type MetricsServer } from '../src/metrics/server.js';
@@ -42,9 +43,8 @@ interface Started {
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = jsonLogger(config.LOG_LEVEL);
-  if (!config.MONGODB_URI) {
-    throw new ConfigError('Invalid configuration:\n  MONGODB_URI: is required for a standalone worker (it shares the gateway’s database)');
-  }
+  // The gateway's database: MONGODB_URI, or the embedded one `npm start` runs from DATA_DIR/db.
+  const uri = await sharedDatabaseUri(config);
 
   // Backstop. Driver errors are handled where they arise (queue, change stream, heartbeats, sweep);
   // one that still escapes as an unhandled rejection during an outage must not end the process, as
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
 
   for (let attempt = 1; !started; attempt++) {
     try {
-      started = await start(config, log, metrics);
+      started = await start(config, uri, log, metrics);
     } catch (err) {
       if (!isDatabaseUnavailableError(err)) throw err;
       const retryInMs = Math.min(1000 * 2 ** (attempt - 1), START_RETRY_MAX_MS);
@@ -114,8 +114,8 @@ async function main(): Promise<void> {
 }
 
 /** Connects, builds the worker's services and starts processing; undoes what it did if a step fails. */
-async function start(config: Config, log: Logger, metrics: PrometheusMetrics | undefined): Promise<Started> {
-  const connection = await connectDatabase(config.MONGODB_URI!, { serverSelectionTimeoutMS: 10_000 });
+async function start(config: Config, uri: string, log: Logger, metrics: PrometheusMetrics | undefined): Promise<Started> {
+  const connection = await connectDatabase(uri, { serverSelectionTimeoutMS: 10_000 });
   try {
     const services = await buildWorkerServices(config, { connection, logger: log, metrics });
     const health = databaseHealth(connection);

@@ -9,15 +9,16 @@ import { hostname, networkInterfaces, userInfo } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig, type ConfigInput } from '../config.js';
+import { loadConfig, type ConfigInput } from '../config.js';
 import { connectDatabase, isDatabaseUnavailableError } from '../data/connection.js';
+import { sharedDatabaseUri } from '../data/embedded-address.js';
 import type { AuditActor } from '../domain/audit/types.js';
 import { isAppError } from '../domain/errors.js';
 import { processOutput } from './process-io.js';
 import type { KeySettingsInput } from '../domain/keys/settings.js';
 import { buildAdminServices, type AdminServices } from './services.js';
 
-export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MONGODB_URI)
+export const USAGE = `Usage: gateway-cli <command> [options]   (connects with MONGODB_URI; unset: the embedded database npm start runs from DATA_DIR)
 
   account create --name N [--credits C]     create an account      → {"accountId","name","credits"}
   credits grant --account ID --amount C     add credits (audited)  → {"accountId","credits"}
@@ -71,8 +72,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   let uri: string;
   try {
     const config = loadConfig(io.env);
-    if (!config.MONGODB_URI) throw new ConfigError('MONGODB_URI is not set: the CLI needs the gateway’s database (e.g. MONGODB_URI=mongodb://127.0.0.1:27017/gateway)');
-    uri = config.MONGODB_URI;
+    uri = await sharedDatabaseUri(config);
   } catch (err) {
     io.stderr(`error: ${(err as Error).message}\n`);
     return 2;

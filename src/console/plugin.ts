@@ -79,7 +79,7 @@ export async function registerConsole(app: FastifyInstance, opts: ConsoleOptions
       await scope.register(passwordResetRoutes, { passwords: s.passwords, baseUrlOf });
       await scope.register(secondFactorRoutes, { signIn: s.signIn, sessions: s.sessions });
       await scope.register(settingsRoutes, { passwords: s.passwords, twoFactor: s.twoFactor });
-      await scope.register(overviewRoutes, { credits: s.credits, usage: s.usage, lowBalance: config.LOW_BALANCE_THRESHOLD });
+      await scope.register(overviewRoutes, { credits: s.credits, usage: s.usage, lowBalance: config.LOW_BALANCE_THRESHOLD, buyingEnabled: s.billing.buyingEnabled });
       await scope.register(keyRoutes, { keys: s.keys, host });
       await scope.register(usageRoutes, { usage: s.usage, keys: s.keys });
       await scope.register(auditRoutes, { audit: s.audit });

@@ -114,7 +114,8 @@ describe.skipIf(!launched.browser)('sign-up, settings and two-factor sign-in in 
     await expectAccessible(page, 'Check your email');
 
     const mail = await smtp.nextMessage(EMAIL);
-    expect(mail.html).toContain('Nora’s Frontend Team');
+    // Nothing the requester typed: the account name is no part of the email.
+    expect(mail.html).not.toContain('Nora’s Frontend Team');
     await page.goto(mail.links[0]!);
     await page.waitForURL(`${t.baseUrl}/console`);
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
@@ -126,6 +127,43 @@ describe.skipIf(!launched.browser)('sign-up, settings and two-factor sign-in in 
     await page.getByText('This link has expired or was already used').waitFor();
     await expectAccessible(page, 'a used link');
     await page.goto('/console');
+  });
+
+  it('sign-up: the link opened in a second browser asks for the sign-up password first; a wrong one creates nothing', async () => {
+    const sender = await newPage(1440, 900);
+    const other = await newPage(1440, 900);
+    try {
+      await sender.page.goto('/console/sign-up');
+      await sender.page.getByLabel('Account name').fill('Olga Labs');
+      await sender.page.getByLabel('Email').fill('olga@example.com');
+      await sender.page.getByLabel('Password').fill('the password olga chose');
+      await sender.page.getByRole('button', { name: 'Create account' }).click();
+      await sender.page.getByRole('heading', { level: 1, name: 'Check your email' }).waitFor();
+      const link = (await smtp.nextMessage('olga@example.com')).links[0]!;
+
+      await other.page.goto(link);
+      await other.page.getByRole('heading', { level: 1, name: 'Finish sign-up' }).waitFor();
+      await expectAccessible(other.page, 'Finish sign-up');
+      await other.page.getByLabel('Password').fill('somebody else guessing');
+      await other.page.getByRole('button', { name: 'Finish sign-up' }).click();
+      await other.page.getByRole('alert').filter({ hasText: 'Incorrect password' }).waitFor();
+      expect(await t.connection.db!.collection('accounts').countDocuments({ name: 'Olga Labs' })).toBe(0);
+      expect((await other.context.cookies()).some((c) => c.name === 'console_session')).toBe(false);
+
+      await other.page.getByLabel('Password').fill('the password olga chose');
+      await other.page.getByRole('button', { name: 'Finish sign-up' }).click();
+      await other.page.waitForURL(`${t.baseUrl}/console`);
+      await other.page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+      expect(await other.page.locator('[data-balance]').textContent()).toBe('50');
+
+      // Used: the browser that sent the form is told so, and signed in nowhere by it.
+      await sender.page.goto(link);
+      await sender.page.getByText('This link has expired or was already used').waitFor();
+      expect(await t.connection.db!.collection('accounts').countDocuments({ name: 'Olga Labs' })).toBe(1);
+    } finally {
+      await sender.context.close();
+      await other.context.close();
+    }
   });
 
   it('settings: a wrong current password is refused; the right one changes it', async () => {

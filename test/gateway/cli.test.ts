@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runCli } from '../../src/cli/main.js';
 
@@ -171,11 +173,13 @@ describe('gateway CLI', () => {
     expect(res.stderr).not.toMatch(/\n\s+at /);
   });
 
-  it('without MONGODB_URI it says what is missing', async () => {
+  it('without MONGODB_URI and with no embedded database running it says what is missing', async () => {
     let stderr = '';
-    const code = await runCli(['key', 'list', '--account', 'x'], { stdout: () => {}, stderr: (t) => (stderr += t), env: {} });
+    const empty = path.join(tmpdir(), `cli-no-db-${process.pid}`);
+    const code = await runCli(['key', 'list', '--account', 'x'], { stdout: () => {}, stderr: (t) => (stderr += t), env: { DATA_DIR: empty } });
     expect(code).toBe(2);
-    expect(stderr).toMatch(/MONGODB_URI is not set/);
+    expect(stderr).toMatch(/MONGODB_URI: is not set, and no embedded database is running from /);
+    expect(stderr).toContain(path.join(empty, 'db'));
   });
 
   it('npm run cli runs src/cli/main.ts directly', async () => {

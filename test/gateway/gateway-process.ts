@@ -22,16 +22,18 @@ export interface GatewayProcess {
   /** Resolves with the exit code once the process has exited and all of its output has been read. */
   closed: Promise<number | null>;
   stderr(): string;
-  /** SIGKILL if still running, and removes the data directory. */
+  /** SIGKILL if still running, and removes the data directory (unless it was given). */
   dispose(): Promise<void>;
 }
 
 /**
  * `env.MONGODB_URI` set: the gateway uses that database instead of an embedded one. `demoKey: false`:
  * do not wait for a demo key (the database may not be empty, or another instance seeds it); `key` is ''.
+ * `dataDir`: the embedded database's DATA_DIR, kept by dispose (a restart on the same files); by
+ * default a new temporary one, removed by dispose.
  */
-export async function startGatewayProcess(env: Record<string, string> = {}, opts: { demoKey?: boolean } = {}): Promise<GatewayProcess> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), 'gateway-proc-'));
+export async function startGatewayProcess(env: Record<string, string> = {}, opts: { demoKey?: boolean; dataDir?: string } = {}): Promise<GatewayProcess> {
+  const dataDir = opts.dataDir ?? (await mkdtemp(path.join(tmpdir(), 'gateway-proc-')));
   const environment: NodeJS.ProcessEnv = {
     ...process.env,
     // NODE_ENV as a newcomer has it (vitest sets `test`, under which some libraries skip their signal handlers).
@@ -67,7 +69,7 @@ export async function startGatewayProcess(env: Record<string, string> = {}, opts
   const dispose = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await closed;
-    await rm(dataDir, { recursive: true, force: true });
+    if (!opts.dataDir) await rm(dataDir, { recursive: true, force: true });
   };
   try {
     const base = /^Gateway listening on (\S+) /.exec(await line(/^Gateway listening on /))![1]!;

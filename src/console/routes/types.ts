@@ -29,7 +29,7 @@ export interface ConsoleServices {
   signIn: SignInService;
   /** The explorer's own client tokens. */
   clientTokens: Pick<ClientTokens, 'mintForConsole'>;
-  billing: Pick<BillingService, 'overview' | 'startCheckout' | 'saveAutoRecharge'>;
+  billing: Pick<BillingService, 'overview' | 'startCheckout' | 'saveAutoRecharge' | 'buyingEnabled'>;
   /** Members, roles and the owners' settings of an account. */
   team: TeamService;
   invitations: Invitations;

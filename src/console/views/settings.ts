@@ -15,6 +15,16 @@ export function settingsPage(ctx: PageContext, view: SettingsView): Html {
     'Settings',
     html`${view.notice ? html`<p class="notice" role="status">${view.notice}</p>` : ''}
 <div class="cards">
+<section class="card" aria-labelledby="account-title">
+  <h2 id="account-title">Account</h2>
+  <dl class="facts">
+    <dt>Account name</dt>
+    <dd>${ctx.accounts.find((a) => a.id === ctx.accountId)?.name ?? ''}</dd>
+    <dt>Account ID</dt>
+    <dd><code data-account-id>${ctx.accountId}</code></dd>
+  </dl>
+  <p class="hint">What the admin CLI (its account option) and support ask for.</p>
+</section>
 <section class="card" aria-labelledby="password-title">
   <h2 id="password-title">Password</h2>
   ${view.passwordError ? html`<p class="error" role="alert">${view.passwordError}</p>` : ''}

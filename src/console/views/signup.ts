@@ -47,6 +47,30 @@ export function checkEmailPage(): Html {
   );
 }
 
+/**
+ * A verification link opened outside the browser that sent the form: the sign-up password first. The
+ * token goes in the form's body, not back into a URL.
+ */
+export function finishSignUpPage(opts: { token: string; formToken: string; error?: string }): Html {
+  return bare(
+    'Finish sign-up',
+    html`<div class="card narrow">
+  <p class="brand">credit-gateway</p>
+  <h1>Finish sign-up</h1>
+  <p>This link was opened in another browser than the one the sign-up form was sent from. Enter the password chosen at sign-up to create the account.</p>
+  ${opts.error ? html`<p class="error" role="alert">${opts.error}</p>` : ''}
+  <form method="post" action="/console/verify-email" class="stack">
+    <input type="hidden" name="_csrf" value="${opts.formToken}">
+    <input type="hidden" name="token" value="${opts.token}">
+    <label for="password">Password</label>
+    <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="128">
+    <button type="submit">Finish sign-up</button>
+  </form>
+  <p class="hint">Did not sign up? Ignore the email: nothing is created without the password.</p>
+</div>`,
+  );
+}
+
 /** A verification, reset or invitation link that was used, expired or never existed. */
 export function linkExpiredPage(again: { href: string; label: string }): Html {
   return bare(

@@ -32,6 +32,9 @@ export type SignInResult =
   /** The password was right and the user has a second factor: `challenge` (a cookie, not a session) awaits the code. */
   | { ok: false; reason: 'second_factor'; challenge: string };
 
+/** A password checked outside sign-in, under its throttle. */
+export type PasswordCheckResult = { ok: true } | { ok: false; reason: 'invalid' } | { ok: false; reason: 'throttled'; retryAfterSeconds: number };
+
 /** The second step of a sign-in: the challenge expired, was used, or never existed. */
 export type SecondFactorResult = SignInResult | { ok: false; reason: 'expired' };
 
@@ -150,6 +153,36 @@ export class SignInService {
       return { ok: false, reason: 'expired' };
     }
     return this.succeed(user, subjects, meta, { secondFactor: true });
+  }
+
+  /**
+   * A password check that is not a sign-in but must not be a way around its throttle (the sign-up
+   * password asked when a verification link is opened in another browser): counted for the email and
+   * the client's address exactly as a sign-in, and audited as a failed one (`step` says where).
+   */
+  async checkPassword(email: string, meta: ClientMeta, step: string, check: () => Promise<boolean>): Promise<PasswordCheckResult> {
+    const policy = this.deps.policy ?? DEFAULT_THROTTLE;
+    const subjects = [`email:${digest(email)}`, ...(meta.ip ? [`ip:${meta.ip}`] : [])];
+    const now = this.now();
+    const refusedFor = await this.reserve(subjects, now, policy);
+    if (refusedFor > 0) {
+      await this.audit('console.sign_in_failed', null, email, meta, { reason: 'throttled', step });
+      return { ok: false, reason: 'throttled', retryAfterSeconds: refusedFor };
+    }
+    let right: boolean;
+    try {
+      right = await check();
+    } catch (err) {
+      await Promise.all(subjects.map((s) => this.deps.throttle.release(s)));
+      throw err;
+    }
+    if (!right) {
+      await Promise.all(subjects.map((s) => this.judgedWrong(s, now, policy)));
+      await this.audit('console.sign_in_failed', null, email, meta, { reason: 'wrong_password', step });
+      return { ok: false, reason: 'invalid' };
+    }
+    await Promise.all([this.deps.throttle.forgive(subjects[0]!), ...subjects.slice(1).map((s) => this.deps.throttle.release(s))]);
+    return { ok: true };
   }
 
   private async succeed(user: UserRecord, subjects: string[], meta: ClientMeta, details: Record<string, unknown>): Promise<SignInResult> {

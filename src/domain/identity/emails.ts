@@ -3,11 +3,18 @@ import type { EmailMessage } from '../email/ports.js';
 
 /** The emails of sign-up and password reset: what they say, and where their links point. */
 
-export function verifyEmailMessage(to: string, accountName: string, baseUrl: string, token: string): EmailMessage {
+/**
+ * Says nothing the requester typed (the account name could be worded as an instruction to the
+ * reader); only the address it is sent to, which the reader owns.
+ */
+export function verifyEmailMessage(to: string, baseUrl: string, token: string): EmailMessage {
   return composeEmail({
     to,
     subject: 'Confirm your email to create your account',
-    intro: [`Someone (we hope you) asked to create the account "${accountName}" on credit-gateway with this email address.`, 'Open the link below within 24 hours to confirm it: the account is created then.'],
+    intro: [
+      'Someone (we hope you) asked to create an account on credit-gateway with this email address.',
+      'Open the link below within 24 hours to confirm it: the account is created then. Opened in another browser than the one the sign-up form was sent from, the link first asks for the password chosen at sign-up.',
+    ],
     action: { label: 'Confirm email and create account', url: tokenLink(baseUrl, '/console/verify-email', token) },
     outro: ['If you did not ask for this, ignore this email: nothing is created.'],
   });

@@ -1,7 +1,9 @@
-import { checkNewPassword, normalizeEmail } from '../console/passwords.js';
+import { createHash } from 'node:crypto';
+import { checkNewPassword, MAX_PASSWORD_LENGTH, normalizeEmail } from '../console/passwords.js';
 import type { AuditActor } from '../audit/types.js';
 import type { UserRecord, UserStore } from '../console/records.js';
 import type { ClientMeta, SessionService } from '../console/sessions.js';
+import type { SignInService } from '../console/signin.js';
 import type { UserService } from '../console/users.js';
 import type { CreditService } from '../credits/service.js';
 import { invalid } from '../errors.js';
@@ -16,14 +18,29 @@ const MAX_ACCOUNT_NAME = 200;
 
 export type SignUpRequestResult = { ok: true } | { ok: false; reason: 'throttled'; retryAfterSeconds: number };
 
-export type VerifyResult = { ok: true; token: string; accountId: string; userId: string } | { ok: false; reason: 'expired' };
+export type VerifyResult =
+  | { ok: true; token: string; accountId: string; userId: string }
+  | { ok: false; reason: 'expired' }
+  /** Opened outside the browser that sent the form: the sign-up password is asked first. */
+  | { ok: false; reason: 'password_needed' }
+  | { ok: false; reason: 'wrong_password' }
+  | { ok: false; reason: 'throttled'; retryAfterSeconds: number };
+
+/**
+ * What proves the opener of a link is who sent the form: the mark (a random value in a cookie) of the
+ * browser that sent it, or the password chosen at sign-up.
+ */
+export type SignUpProof = { browser: string | undefined } | { password: unknown };
 
 /**
  * Self-serve sign-up: the form only sends an email. A new address gets a verification link carrying
- * what the account will be (its name, the address, the password's hash); an address that already has
- * an account gets a reset link instead, and the answer is the same either way. Nothing is created
- * until the link is opened: then the account (with SIGNUP_CREDITS, audited as a grant) and its owner,
- * and the person is signed in. One account per address, however many links are opened at once.
+ * what the account will be (its name, the address, the password's hash, the hash of the sending
+ * browser's mark); an address that already has an account gets a reset link instead, and the answer
+ * is the same either way. Nothing is created until the link is opened: then the account (with
+ * SIGNUP_CREDITS, audited as a grant) and its owner, and the person is signed in. The link alone is
+ * not enough: whoever typed someone else's address with their own password must not end up holding
+ * the account that person confirms, so the opener shows the sending browser's mark or that password.
+ * One account per address, however many links are opened at once.
  */
 export class SignUpService {
   private readonly now: () => Date;
@@ -35,6 +52,8 @@ export class SignUpService {
       credits: Pick<CreditService, 'createAccountWithId' | 'grant'>;
       claims: SignupClaimStore;
       sessions: Pick<SessionService, 'start'>;
+      /** The sign-in throttle, which counts a wrong sign-up password as a failed sign-in. */
+      passwordChecks: Pick<SignInService, 'checkPassword'>;
       signupCredits: number;
       now?: () => Date;
     },
@@ -43,7 +62,7 @@ export class SignUpService {
   }
 
   /** Checks the form, then emails the address (a verification or a reset link). Throws 400 for a refused field. */
-  async request(input: { accountName?: unknown; email?: unknown; password?: unknown }, meta: ClientMeta & { baseUrl: string }): Promise<SignUpRequestResult> {
+  async request(input: { accountName?: unknown; email?: unknown; password?: unknown }, meta: ClientMeta & { baseUrl: string; browser: string }): Promise<SignUpRequestResult> {
     const accountName = checkAccountName(input.accountName);
     const email = normalizeEmail(input.email);
     const password = checkNewPassword(input.password, email);
@@ -56,8 +75,8 @@ export class SignUpService {
       const link = await issueResetLink(this.deps.links, existing);
       await sendOrFail(this.deps.mail, accountExistsMessage(email, meta.baseUrl, link.token));
     } else {
-      const link = await this.deps.links.issue('verify_email', { email, accountName, passwordHash }, VERIFY_LINK_MS);
-      await sendOrFail(this.deps.mail, verifyEmailMessage(email, accountName, meta.baseUrl, link.token));
+      const link = await this.deps.links.issue('verify_email', { email, accountName, passwordHash, browserHash: browserHash(meta.browser) }, VERIFY_LINK_MS);
+      await sendOrFail(this.deps.mail, verifyEmailMessage(email, meta.baseUrl, link.token));
     }
     return { ok: true };
   }
@@ -71,11 +90,22 @@ export class SignUpService {
    * credits granted under an op id of the account). The link is used up last, so opening it again after
    * a crash finishes the work. Only the opener of the claiming link is signed in; any other opener (a
    * second link for the address, the same link opened twice) is told the link expired, as for a used one.
+   *
+   * Before any of it, the opener proves they sent the form: the sending browser's mark, or else the
+   * sign-up password, checked under the sign-in throttle; without either nothing is written. A link
+   * issued before browsers were marked has no mark to match and always asks for the password.
    */
-  async verify(token: unknown, meta: ClientMeta): Promise<VerifyResult> {
+  async verify(token: unknown, proof: SignUpProof, meta: ClientMeta): Promise<VerifyResult> {
     const link = await this.deps.links.peek('verify_email', token);
     if (!link.ok) return { ok: false, reason: 'expired' };
-    const { email, accountName, passwordHash } = link.record.payload as { email: string; accountName: string; passwordHash: string };
+    const { email, accountName, passwordHash, browserHash: sentFrom } = link.record.payload as { email: string; accountName: string; passwordHash: string; browserHash?: string };
+    if ('browser' in proof) {
+      if (!proof.browser || !sentFrom || browserHash(proof.browser) !== sentFrom) return { ok: false, reason: 'password_needed' };
+    } else {
+      const password = typeof proof.password === 'string' ? proof.password.slice(0, MAX_PASSWORD_LENGTH * 4) : '';
+      const checked = await this.deps.passwordChecks.checkPassword(email, meta, 'sign_up', async () => password !== '' && (await this.deps.hasher.verify(passwordHash, password)));
+      if (!checked.ok) return checked.reason === 'throttled' ? checked : { ok: false, reason: 'wrong_password' };
+    }
     const now = this.now();
     const claim = await this.deps.claims.claim({ email, accountName, passwordHash, linkId: link.record.id }, now, new Date(now.getTime() + VERIFY_LINK_MS));
     const actor = consoleActor(email, meta, this.deps.host);
@@ -109,6 +139,11 @@ export class SignUpService {
     await this.deps.claims.release(claim.email, claim.accountId);
     return user;
   }
+}
+
+/** The link stores only the hash of the browser's mark, as it stores only the password's. */
+function browserHash(mark: string): string {
+  return createHash('sha256').update(mark).digest('hex');
 }
 
 export function checkAccountName(name: unknown): string {
