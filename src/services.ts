@@ -221,6 +221,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state, recharge) => observeBalance({ webhooks, trigger, log }, accountId, balance, state, recharge),
     keyCredits: new MongoKeyCreditStore(connection),
+    heldCredits: accountStore,
     onBackgroundError: (err) => log.warn({ err }, 'confirming a capped key\'s reservation failed (the key sweep settles it)'),
   });
   const keys = createKeyServices({

@@ -145,6 +145,7 @@ export async function buildWorkerServices(config: Config, deps: WorkerServiceDep
     metrics: deps.metrics,
     onBalanceChanged: (accountId, balance, state, recharge) => observeBalance({ webhooks, trigger, log }, accountId, balance, state, recharge),
     keyCredits: new MongoKeyCreditStore(connection),
+    heldCredits: accountStore,
     onBackgroundError: (err) => log.warn({ err }, 'confirming a capped key\'s reservation failed (the key sweep settles it)'),
   });
   const imageJobs = await openImageWork(config, { connection, queue, signer, credits, webhooks, provider: deps.imageProvider, metrics: deps.metrics });

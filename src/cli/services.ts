@@ -53,6 +53,7 @@ export async function buildAdminServices(deps: { connection: Connection; host?: 
     host: deps.host ?? hostname(),
     onBalanceChanged: (accountId, balance, state) => alerts.observe(accountId, balance, state),
     keyCredits: new MongoKeyCreditStore(connection),
+    heldCredits: accountStore,
   });
   const keys = createKeyServices({ keys: keyStore, accounts: accountStore, audit: auditStore });
   const teamStore = new MongoTeamStore(connection);

@@ -1,6 +1,6 @@
 import { Types, type Connection, type Model } from 'mongoose';
 import type { Collection, Document } from 'mongodb';
-import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult, RechargeState } from '../domain/credits/records.js';
+import type { AccountRecord, AccountStore, ApplyOptions, ApplyResult, HeldCredits, KeyCreditsOnAccount, RechargeState } from '../domain/credits/records.js';
 import { utcDay, type UsageCount } from '../domain/usage/types.js';
 import { OPS_KEPT, accountModel, lowCreditsStateOf, type AccountDoc } from './models/account.js';
 import { usageCounterPaths } from './models/usage.js';
@@ -15,7 +15,10 @@ interface Charge {
   delta: number;
   opId: string | null;
   usage?: UsageCount;
+  held?: ApplyOptions['held'];
 }
+/** Refund op ids an account remembers for the key credits it holds (retries of a refund come soon after it). */
+const KEY_REFUND_OPS_KEPT = 100;
 /** What a balance change reads back: the balance and what decides the alerts and recharge it may start (the driver copies options). */
 const APPLIED_STATE = Object.freeze({
   returnDocument: 'after',
@@ -26,7 +29,7 @@ const APPLIED_STATE = Object.freeze({
  * Accounts and balances on MongoDB. Balance changes go straight to the driver (no mongoose document
  * layer): they are on every request's path, and each is exactly one guarded findOneAndUpdate.
  */
-export class MongoAccountStore implements AccountStore {
+export class MongoAccountStore implements AccountStore, KeyCreditsOnAccount {
   private readonly model: Model<AccountDoc>;
   private readonly collection: Collection<AccountDoc>;
   /** One-shot op ids forgotten a window's worth at a time (settleSoon). */
@@ -39,7 +42,7 @@ export class MongoAccountStore implements AccountStore {
     this.collection = nativeCollection<AccountDoc>(connection, this.model.collection.collectionName);
     this.settlements = new CoalescedPulls(this.collection, (ops) => ({ ops: { $in: ops } }));
     this.charges = new GroupCommit(
-      (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage),
+      (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage, { held: c.held }),
       (cs) => this.chargeTogether(cs),
     );
   }
@@ -83,7 +86,7 @@ export class MongoAccountStore implements AccountStore {
   apply(accountId: string, delta: number, opId: string | null, usage?: UsageCount, opts: ApplyOptions = {}): Promise<ApplyResult> {
     // A charge of an account that has one in flight waits for it and goes with the others that came
     // meanwhile, as one write (group commit): one round trip per turn, not per charge, on a hot account.
-    if (delta < 0 && !opts.mayGoNegative) return this.charges.submit(accountId, { accountId, delta, opId, usage });
+    if (delta < 0 && !opts.mayGoNegative) return this.charges.submit(accountId, { accountId, delta, opId, usage, held: opts.held });
     return this.applyNow(accountId, delta, opId, usage, opts);
   }
 
@@ -100,7 +103,18 @@ export class MongoAccountStore implements AccountStore {
     const ops = charges.flatMap((c) => (c.opId === null ? [] : [c.opId]));
     const _id = toObjectId(charges[0]!.accountId);
     // The same op twice (a retry racing itself) must apply once: one at a time tells which.
-    if (!_id || new Set(ops).size !== ops.length) return togetherOrEach(charges, async () => null, (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage));
+    const each = (c: Charge) => this.applyNow(c.accountId, c.delta, c.opId, c.usage, { held: c.held });
+    // Each key's credits on the account that the charges draw on: one period per key, and their sum.
+    const held = new Map<string, { period: string; total: number }>();
+    let periodsAgree = true;
+    for (const c of charges) {
+      if (!c.held) continue;
+      const h = held.get(c.held.keyId) ?? { period: c.held.period, total: 0 };
+      if (h.period !== c.held.period) periodsAgree = false;
+      h.total -= c.delta;
+      held.set(c.held.keyId, h);
+    }
+    if (!_id || !periodsAgree || new Set(ops).size !== ops.length) return togetherOrEach(charges, async () => null, each);
     let total = 0;
     const inc: Record<string, number> = {};
     let oldest: Date | undefined;
@@ -115,6 +129,11 @@ export class MongoAccountStore implements AccountStore {
     }
     inc.credits = -total;
     const filter: Record<string, unknown> = { _id, credits: { $gte: total } };
+    for (const [keyId, h] of held) {
+      filter[`keyHeld.${keyId}.period`] = h.period;
+      filter[`keyHeld.${keyId}.left`] = { $gte: h.total };
+      inc[`keyHeld.${keyId}.left`] = -h.total;
+    }
     const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
     if (ops.length > 0) {
       filter.ops = { $nin: ops.flatMap((op) => [op, voidMarker(op)]) };
@@ -134,7 +153,7 @@ export class MongoAccountStore implements AccountStore {
           return { kind: 'applied', balance, lowCredits, recharge };
         });
       },
-      (c) => this.applyNow(c.accountId, c.delta, c.opId, c.usage),
+      each,
     );
   }
 
@@ -145,6 +164,13 @@ export class MongoAccountStore implements AccountStore {
     // The guard: a charge only matches while the balance covers it, so it can never go below zero.
     if (delta < 0 && !opts.mayGoNegative) filter.credits = { $gte: -delta };
     const inc: Record<string, number> = { credits: delta };
+    const held = delta < 0 ? opts.held : undefined;
+    if (held) {
+      // The key's credits on the account, in the same guarded update: of the period the key is in, and enough.
+      filter[`keyHeld.${held.keyId}.period`] = held.period;
+      filter[`keyHeld.${held.keyId}.left`] = { $gte: -delta };
+      inc[`keyHeld.${held.keyId}.left`] = delta;
+    }
     const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
     if (opId !== null) update.$push = remember(opId);
     if (usage) {
@@ -159,15 +185,87 @@ export class MongoAccountStore implements AccountStore {
       }
       update.$min = { usageOldestDay: day };
     }
-    const after = await this.collection.findOneAndUpdate(filter, update, APPLIED_STATE);
-    if (after) return { kind: 'applied', balance: after.credits, lowCredits: lowCreditsStateOf(after), recharge: rechargeStateOf(after) };
+    for (;;) {
+      const after = await this.collection.findOneAndUpdate(filter, update, APPLIED_STATE);
+      if (after) return { kind: 'applied', balance: after.credits, lowCredits: lowCreditsStateOf(after), recharge: rechargeStateOf(after) };
+      const missed = await this.whyNot(_id, delta, opId, held);
+      // Both the key's credits and the balance cover it now: they changed between the two (a move of
+      // the key's credits onto the account landed), so the update is tried again.
+      if (missed) return missed;
+    }
+  }
+
+  /** Why a balance change matched nothing (null: it would match now). */
+  private async whyNot(_id: Types.ObjectId, delta: number, opId: string | null, held: ApplyOptions['held']): Promise<ApplyResult | null> {
     // No match: tell apart an operation already applied or voided, a balance too low and an unknown
     // account. One read: `ops` holds only operations in flight, so it is short.
-    const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ...(opId === null ? {} : { ops: 1 }) } });
+    const state = await this.collection.findOne({ _id }, { projection: { credits: 1, ...(opId === null ? {} : { ops: 1 }), ...(held ? { [`keyHeld.${held.keyId}`]: 1 } : {}) } });
     if (!state) return { kind: 'unknown_account' };
-    if (opId === null) return { kind: 'insufficient', balance: state.credits };
-    if (state.ops.includes(opId)) return { kind: 'already_applied', balance: state.credits };
-    return { kind: state.ops.includes(voidMarker(opId)) ? 'voided' : 'insufficient', balance: state.credits };
+    if (opId !== null && state.ops.includes(opId)) return { kind: 'already_applied', balance: state.credits };
+    if (opId !== null && state.ops.includes(voidMarker(opId))) return { kind: 'voided', balance: state.credits };
+    if (held) {
+      // The key first, as when its credits are reserved on the key: at its limit it is refused for that.
+      const h = state.keyHeld?.[held.keyId];
+      if (!h || h.period !== held.period || h.left < -delta) return { kind: 'key_short' };
+      if (state.credits >= -delta) return null;
+    }
+    return { kind: 'insufficient', balance: state.credits };
+  }
+
+  async moveIn(accountId: string, keyId: string, amount: number, period: string, limit: number, op: string): Promise<'applied' | 'already_applied' | 'voided' | 'unknown_account'> {
+    const _id = toObjectId(accountId);
+    if (!_id) return 'unknown_account';
+    const at = `$keyHeld.${keyId}`;
+    // Rare (once per key and period, and when they run out): an update pipeline, so that the credits
+    // of another period are replaced and the sum is capped at the limit in the same step.
+    const kept = { $cond: [{ $eq: [`${at}.period`, { $literal: period }] }, { $ifNull: [`${at}.left`, 0] }, 0] };
+    const res = await this.collection.updateOne({ _id, ...unseen(op) }, [
+      {
+        $set: {
+          keyHeld: { $mergeObjects: [{ $ifNull: ['$keyHeld', {}] }, { [keyId]: { left: { $min: [{ $literal: limit }, { $add: [kept, { $literal: amount }] }] }, period: { $literal: period }, limit: { $literal: limit } } }] },
+          ops: { $slice: [{ $concatArrays: [{ $ifNull: ['$ops', []] }, [{ $literal: op }]] }, -OPS_KEPT] },
+          updatedAt: { $literal: new Date() },
+        },
+      },
+    ] as Document[]);
+    if (res.matchedCount === 1) return 'applied';
+    const state = await this.collection.findOne({ _id }, { projection: { ops: 1 } });
+    if (!state) return 'unknown_account';
+    return state.ops.includes(op) ? 'already_applied' : 'voided';
+  }
+
+  async refundIn(accountId: string, keyId: string, amount: number, op: string | null): Promise<boolean> {
+    const _id = toObjectId(accountId);
+    if (!_id) return false;
+    const at = `$keyHeld.${keyId}`;
+    const filter: Record<string, unknown> = { _id, [`keyHeld.${keyId}`]: { $exists: true } };
+    const set: Record<string, unknown> = {
+      keyHeld: { $mergeObjects: ['$keyHeld', { [keyId]: { left: { $min: [`${at}.limit`, { $add: [`${at}.left`, { $literal: amount }] }] }, period: `${at}.period`, limit: `${at}.limit` } }] },
+    };
+    if (op !== null) {
+      filter.keyRefundOps = { $ne: op };
+      set.keyRefundOps = { $slice: [{ $concatArrays: [{ $ifNull: ['$keyRefundOps', []] }, [{ $literal: op }]] }, -KEY_REFUND_OPS_KEPT] };
+    }
+    const res = await this.collection.updateOne(filter, [{ $set: set }] as Document[]);
+    if (res.matchedCount === 1) return true;
+    if (op === null) return false;
+    // Given before (a retried refund): nothing to do, and the key's document must not take it again.
+    const state = await this.collection.findOne({ _id }, { projection: { keyRefundOps: 1 } });
+    return state?.keyRefundOps?.includes(op) ?? false;
+  }
+
+  async heldOf(accountId: string): Promise<Map<string, HeldCredits>> {
+    const _id = toObjectId(accountId);
+    const doc = _id ? await this.collection.findOne({ _id }, { projection: { keyHeld: 1 } }) : null;
+    return new Map(Object.entries(doc?.keyHeld ?? {}));
+  }
+
+  async recall(accountId: string, keyId: string): Promise<HeldCredits | null> {
+    const _id = toObjectId(accountId);
+    if (!_id) return null;
+    const path = `keyHeld.${keyId}`;
+    const before = await this.collection.findOneAndUpdate({ _id, [path]: { $exists: true } }, { $unset: { [path]: '' } }, { returnDocument: 'before', projection: { [path]: 1 } });
+    return before?.keyHeld?.[keyId] ?? null;
   }
 
   async voidOp(accountId: string, opId: string): Promise<'voided' | 'already_applied' | 'unknown_account'> {

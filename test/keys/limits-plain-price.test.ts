@@ -5,7 +5,6 @@ import { GroupCommit } from '../../src/data/group-commit.js';
 import { MongoAuditStore } from '../../src/data/audit.js';
 import { MongoKeyCreditStore } from '../../src/data/key-credits.js';
 import { CreditService } from '../../src/domain/credits/service.js';
-import { refillPeriodsAt } from '../../src/domain/keys/credit-limit.js';
 import type { KeyRefill } from '../../src/domain/keys/records.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { ScriptedProvider } from '../gateway/fakes.js';
@@ -48,6 +47,7 @@ async function lookup(app: TestApp, key: string, keyword = 'cat', headers: Recor
 const balance = async (accountId: string) => (await a.services.credits.getAccount(accountId))!.credits;
 const left = async (keyId: string) => (await a.services.keys.get(keyId)).creditsLeft;
 const storedKey = (acct: TestAccount) => a.connection.collection('api_keys').findOne({ prefix: acct.key.slice(0, 12) });
+const storedAccount = (acct: TestAccount) => a.connection.collection('accounts').findOne({ _id: new ObjectId(acct.accountId) });
 
 /** The update pipelines sent to `api_keys` while `run` runs. */
 async function pipelinesOnKeys(run: () => Promise<unknown>): Promise<number> {
@@ -105,8 +105,10 @@ describe('the usual reservation', () => {
 
 describe('the refill the gateway knows', () => {
   function creditsAt(clock: { now: Date }) {
+    const accounts = new MongoAccountStore(a.connection);
     return new CreditService({
-      accounts: new MongoAccountStore(a.connection),
+      accounts,
+      heldCredits: accounts,
       audit: new MongoAuditStore(a.connection),
       host: 'test',
       keyCredits: new MongoKeyCreditStore(a.connection),
@@ -119,24 +121,24 @@ describe('the refill the gateway knows', () => {
       (err: { code?: string }) => err.code,
     );
 
-  it('daily, known: reset at 00:00 UTC, not before; the pending entry names the period it took from', async () => {
+  it("daily, known: reset at 00:00 UTC, not before; the key's credits on the account name the period they belong to", async () => {
     const acct = await cappedKey(100, { creditLimit: 2, refill: 'daily' });
     const clock = { now: new Date('2026-11-27T23:59:58Z') };
     const credits = creditsAt(clock);
     expect([await charge(credits, acct, 'daily'), await charge(credits, acct, 'daily'), await charge(credits, acct, 'daily')]).toEqual(['ok', 'ok', 'key_credit_limit']);
     clock.now = new Date('2026-11-28T00:00:00Z');
     expect(await charge(credits, acct, 'daily')).toBe('ok');
-    // The next one is the usual case (credits left of today's period): its entry names today, as the
-    // sweep and a release need it to.
+    // The day's credits moved onto the account (the key's document keeps none, and the period), one spent.
+    expect(await storedKey(acct)).toMatchObject({ creditsLeft: 0, refilledFor: '2026-11-28' });
+    expect((await storedAccount(acct))!.keyHeld[acct.keyId]).toEqual({ left: 1, period: '2026-11-28', limit: 2 });
+    // A credit given back to the key's document (a refund made while the account held none) moves
+    // with the next charge that needs it, never past the limit.
     const store = new MongoKeyCreditStore(a.connection);
-    expect(await store.reserve(acct.keyId, 'op-usual', 1, refillPeriodsAt(clock.now), clock.now, 'daily')).toEqual({ kind: 'reserved', period: '2026-11-28' });
-    const stored = await storedKey(acct);
-    expect(stored).toMatchObject({ creditsLeft: 0, refilledFor: '2026-11-28' });
-    expect(stored!.pending.find((p: { op: string }) => p.op === 'op-usual')).toMatchObject({ amount: 1, period: '2026-11-28' });
-    expect(await charge(credits, acct, 'daily')).toBe('key_credit_limit');
-    await store.release(acct.keyId, { op: 'op-usual', amount: 1, period: '2026-11-28' });
-    expect(await storedKey(acct)).toMatchObject({ creditsLeft: 1 });
+    await store.refund(acct.keyId, null, 1);
     expect(await charge(credits, acct, 'daily')).toBe('ok');
+    expect(await charge(credits, acct, 'daily')).toBe('ok');
+    expect(await charge(credits, acct, 'daily')).toBe('key_credit_limit');
+    expect(await balance(acct.accountId)).toBe(95);
   });
 
   it('stale (the key was made monthly since): the charge follows the stored key', async () => {

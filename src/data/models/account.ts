@@ -1,6 +1,7 @@
 import { Schema, Types, type Connection, type Model } from 'mongoose';
 import { DEFAULT_LOW_CREDITS_THRESHOLD } from '../../domain/webhooks/types.js';
 import type { UsageCounters } from './usage.js';
+import type { HeldCredits } from '../../domain/credits/records.js';
 
 /** Stored shape of an account (collection `accounts`). */
 export interface AccountDoc {
@@ -45,6 +46,13 @@ export interface AccountDoc {
   ownerCount?: number;
   /** An owner requires two-factor authentication of every member. */
   require2fa?: boolean;
+  /**
+   * Capped keys' credits moved onto the account (issue 33), by key id: a capped charge takes from
+   * them in the same guarded update as the balance. See KeyCreditsOnAccount.
+   */
+  keyHeld?: Record<string, HeldCredits>;
+  /** Refund op ids given to `keyHeld` (once per op), the newest 100. */
+  keyRefundOps?: string[];
   createdAt: Date;
   updatedAt: Date;
 }
@@ -78,6 +86,8 @@ const accountSchema = new Schema<AccountDoc>(
     rechargeInFlight: { type: Schema.Types.Mixed },
     rechargeCounts: { type: Schema.Types.Mixed },
     ownerCount: { type: Number },
+    keyHeld: { type: Schema.Types.Mixed },
+    keyRefundOps: { type: [String], default: undefined },
     require2fa: { type: Boolean },
     createdAt: { type: Date, required: true },
     updatedAt: { type: Date, required: true },

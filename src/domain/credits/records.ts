@@ -26,11 +26,54 @@ export type ApplyResult =
   /** The op id was voided (voidOp): it never applies. */
   | { kind: 'voided'; balance: number }
   | { kind: 'insufficient'; balance: number }
-  | { kind: 'unknown_account' };
+  | { kind: 'unknown_account' }
+  /** A charge held by a key (ApplyOptions.held): the key's credits on the account do not cover it (none of that period, or too few). Nothing changed. */
+  | { kind: 'key_short' };
 
 export interface ApplyOptions {
   /** A negative delta applies even past zero (the credits of a refunded payment are taken back whole). */
   mayGoNegative?: boolean;
+  /**
+   * A charge held by a capped key whose credits are on the account (KeyCreditsOnAccount): the same
+   * update also takes `-delta` from the key's credits there, and only when those belong to `period`
+   * and cover it; otherwise nothing changes and the answer is `key_short` (checked before the balance:
+   * a key at its limit is refused for its limit, as when its credits are reserved on the key).
+   */
+  held?: { keyId: string; period: string };
+}
+
+/** A capped key's credits moved onto its account for one refill period (see KeyCreditsOnAccount). */
+export interface HeldCredits {
+  left: number;
+  /** The refill period they belong to (`2026-11-27`, `2026-11`, or `none` for a key without refill). */
+  period: string;
+  /** The key's credit limit when they were moved: a refund never takes them past it. */
+  limit: number;
+}
+
+/**
+ * Where a capped key's credits left can live beside the balance they draw on (issue 33), so that a
+ * capped charge is one guarded update of the account document, group-committed with the account's
+ * other charges. The key's document stays the authority: credits come to the account by a move, a
+ * reservation on the key (pending, with an op id) followed by this store's `moveIn` under the same op
+ * id; the key sweep settles a move a crash interrupted exactly as it settles a charge's reservation.
+ */
+export interface KeyCreditsOnAccount {
+  /**
+   * Adds `amount` to the key's credits on the account for `period` (those of another period are
+   * replaced: a refill has reset the key since), never past `limit`, and records `op` on the account,
+   * once per op: 'applied' the first time, 'already_applied' after, 'voided' if the sweep voided it.
+   */
+  moveIn(accountId: string, keyId: string, amount: number, period: string, limit: number, op: string): Promise<'applied' | 'already_applied' | 'voided' | 'unknown_account'>;
+  /**
+   * Gives `amount` back to the key's credits on the account (never past their limit), once per
+   * non-null op. False when the account holds none of the key's credits (the key's document takes it).
+   */
+  refundIn(accountId: string, keyId: string, amount: number, op: string | null): Promise<boolean>;
+  /** The keys' credits the account holds, by key id. */
+  heldOf(accountId: string): Promise<Map<string, HeldCredits>>;
+  /** Takes the key's credits off the account (a settings change folds them into the key's document): what was there. */
+  recall(accountId: string, keyId: string): Promise<HeldCredits | null>;
 }
 
 export interface AccountStore {

@@ -3,9 +3,9 @@ import type { CreditBalances } from '../ports.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
 import { noMetrics, type DomainMetrics } from '../metrics.js';
 import type { UsageTag } from '../usage/types.js';
-import type { AccountRecord, AccountStore, ApplyResult, RechargeState } from './records.js';
+import type { AccountRecord, AccountStore, ApplyResult, KeyCreditsOnAccount, RechargeState } from './records.js';
 import { randomUUID } from 'node:crypto';
-import { keyChargeOpPrefix, refillPeriodsAt, type KeyCreditStore, type PendingReservation } from '../keys/credit-limit.js';
+import { heldPeriod, keyChargeOpPrefix, periodOfRefill, refillPeriodsAt, type KeyCreditStore, type PendingReservation } from '../keys/credit-limit.js';
 import type { ChargeHolder } from '../principal.js';
 import type { KeyRefill } from '../keys/records.js';
 
@@ -26,6 +26,12 @@ export interface CreditServiceDeps {
   metrics?: Pick<DomainMetrics, 'creditsCharged' | 'creditsRefunded'>;
   /** Keys' credit limits (issue 24); without it no charge is held by a key. */
   keyCredits?: KeyCreditStore;
+  /**
+   * Capped keys' credits moved onto their accounts (issue 33; the accounts' store): a capped charge of
+   * a key whose refill the caller knows is then one guarded update of the account, as a plain charge
+   * is. Without it, every capped charge is reserved on the key first.
+   */
+  heldCredits?: KeyCreditsOnAccount;
   /** Failures of the bookkeeping done after a charge was answered (the key sweep repairs what they left). */
   onBackgroundError?: (err: unknown) => void;
 }
@@ -111,16 +117,66 @@ export class CreditService implements CreditBalances {
     const keys = this.deps.keyCredits;
     // A key without a credit limit (almost every charge): the account's guarded update alone, no frame around it.
     if (!keys || !holder?.keyId || holder.creditLimit == null) return this.chargeAccount(accountId, amount, opId, usage);
-    return this.chargeHeld(keys, holder.keyId, holder.creditRefill, accountId, amount, opId, usage);
+    if (this.deps.heldCredits && keys.reserveAll && holder.creditRefill !== undefined) return this.chargeOnAccount(keys, holder.keyId, holder.creditRefill, accountId, amount, opId, usage);
+    return this.chargeHeld(keys, holder.keyId, accountId, amount, opId, usage);
+  }
+
+  /**
+   * A capped charge from the key's credits on its account: one guarded update takes the credits and
+   * the key's share of them together (group-committed with the account's other charges). When the
+   * account holds too few of the key's credits for the period the key is in, all that the key has
+   * left moves onto the account (a reservation on the key, then the account under the same op id: see
+   * KeyCreditsOnAccount) and the charge is tried again; when the key has none left, it is refused for
+   * its limit. Every move takes at least one credit from the key, so this ends.
+   */
+  private async chargeOnAccount(keys: KeyCreditStore, keyId: string, refill: KeyRefill | null, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
+    const now = this.now();
+    const periods = refillPeriodsAt(now);
+    let period = heldPeriod(periodOfRefill(refill, periods));
+    for (;;) {
+      const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { service: usage.service, source: usage.source, at: now }, { held: { keyId, period } });
+      if (result.kind !== 'key_short') return this.charged(accountId, amount, result, usage);
+      const moved = await this.moveOnAccount(keys, keyId, accountId, periods, now);
+      if (moved.kind === 'uncapped') return this.chargeAccount(accountId, amount, opId, usage);
+      if (moved.kind === 'limit') {
+        // Nothing left on the key. Its credits on the account were of the period tried; if the key is
+        // in another (the caller's refill was stale), those of that period may still cover the charge.
+        if (heldPeriod(moved.period) === period) throw new AppError('key_credit_limit');
+      }
+      period = heldPeriod(moved.period);
+    }
+  }
+
+  /** Moves what a key has left onto its account (see chargeOnAccount); its period, or why none moved. */
+  private async moveOnAccount(keys: KeyCreditStore, keyId: string, accountId: string, periods: ReturnType<typeof refillPeriodsAt>, now: Date) {
+    const op = `${keyChargeOpPrefix}${randomUUID()}`;
+    const reserved = await keys.reserveAll!(keyId, op, periods, now);
+    if (reserved.kind !== 'reserved') return reserved;
+    const reservation = { op, amount: reserved.amount, period: reserved.period };
+    let outcome: Awaited<ReturnType<KeyCreditsOnAccount['moveIn']>>;
+    try {
+      outcome = await this.deps.heldCredits!.moveIn(accountId, keyId, reserved.amount, heldPeriod(reserved.period), reserved.limit, op);
+    } catch (err) {
+      // The outcome is unknown: settled now if the database allows, else by the sweep.
+      await this.settleReservation({ ...reservation, keyId, accountId, at: now }).catch(() => undefined);
+      throw err;
+    }
+    if (outcome === 'unknown_account') {
+      await keys.release(keyId, reservation);
+      throw new AppError('invalid_api_key');
+    }
+    // Voided: a sweep judged the move dead and gives the key its credits back; the next try moves them again.
+    if (outcome !== 'voided') this.confirmLater(keyId, accountId, op, true);
+    return { kind: 'moved' as const, period: reserved.period };
   }
 
   /** A charge held by its key's credit limit: reserved on the key, then charged to the account. */
-  private async chargeHeld(keys: KeyCreditStore, keyId: string, refill: KeyRefill | null | undefined, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
+  private async chargeHeld(keys: KeyCreditStore, keyId: string, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     // A one-shot charge gets an op id too: the account must remember it until the key's reservation
     // is confirmed, so that a sweep can tell whether it applied.
     const op = opId ?? `${keyChargeOpPrefix}${randomUUID()}`;
     const now = this.now();
-    const reserved = await keys.reserve(keyId, op, amount, refillPeriodsAt(now), now, refill);
+    const reserved = await keys.reserve(keyId, op, amount, refillPeriodsAt(now), now);
     if (reserved.kind === 'uncapped') return this.chargeAccount(accountId, amount, opId, usage);
     if (reserved.kind === 'limit') throw new AppError('key_credit_limit');
     const reservation = { op, amount, period: reserved.period };
@@ -178,6 +234,11 @@ export class CreditService implements CreditBalances {
 
   private async chargeAccount(accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { service: usage.service, source: usage.source, at: this.now() });
+    return this.charged(accountId, amount, result, usage);
+  }
+
+  /** A charge's answer: its balance after it, or the refusal its outcome means. */
+  private async charged(accountId: string, amount: number, result: ApplyResult, usage?: UsageTag): Promise<number> {
     const alert = result.kind === 'applied' ? this.observe(accountId, result, 'charge') : undefined;
     if (alert) await alert.catch(() => undefined);
     if (result.kind === 'applied' && usage) this.metrics.creditsCharged(usage.service, amount);
@@ -193,6 +254,9 @@ export class CreditService implements CreditBalances {
       case 'voided':
         // The sweep judged the request dead and voided its charge: nothing was taken, it may be retried.
         throw new AppError('database_unavailable');
+      case 'key_short':
+        // Only a charge held on the account (chargeOnAccount) is told this, and it handles it.
+        throw new AppError('key_credit_limit');
       default:
         throw new UnreachableCaseError(result);
     }
@@ -208,7 +272,8 @@ export class CreditService implements CreditBalances {
     // refund, and once per op on the key: a retried refund (same op) heals a crash in between.
     const keyId = typeof info.keyId === 'string' ? info.keyId : null;
     if (keyId && this.deps.keyCredits && (result.kind === 'applied' || (result.kind === 'already_applied' && opId !== null))) {
-      await this.deps.keyCredits.refund(keyId, opId, amount);
+      // To the key's credits on the account when it holds some (their next charge draws on them), else to the key.
+      if (!(await this.deps.heldCredits?.refundIn(accountId, keyId, amount, opId))) await this.deps.keyCredits.refund(keyId, opId, amount);
     }
   }
 
@@ -291,6 +356,8 @@ export class CreditService implements CreditBalances {
       case 'voided':
         // Only job charges are ever voided.
         throw new Error(`${event} ${opId} was voided`);
+      case 'key_short':
+        throw new Error(`${event} is not held by a key`);
       default:
         throw new UnreachableCaseError(result);
     }

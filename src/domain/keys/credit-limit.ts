@@ -36,15 +36,25 @@ export type ReserveOutcome =
   /** The key has no credit limit (any more), or is gone: nothing to hold. */
   | { kind: 'uncapped' };
 
+export type MoveOutcome =
+  | { kind: 'reserved'; period: string | null; amount: number; limit: number }
+  | { kind: 'limit'; period: string | null }
+  | { kind: 'uncapped' };
+
 export interface KeyCreditStore {
   /**
    * One guarded update: when the key has a credit limit and, after a refill that is due (a new UTC day
    * or month: credits left reset to the limit), at least `amount` left, takes it and records `op` as
-   * pending. The same op reserved again is answered as reserved (nothing taken twice). `refill`: the
-   * key's refill as the caller last saw it (undefined: not known), which lets the store try the usual
-   * case first; a stale one changes nothing but the cost.
+   * pending. The same op reserved again is answered as reserved (nothing taken twice).
    */
-  reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date, refill?: KeyRefill | null): Promise<ReserveOutcome>;
+  reserve(keyId: string, op: string, amount: number, periods: RefillPeriods, at: Date): Promise<ReserveOutcome>;
+  /**
+   * A move of the key's credits onto its account (KeyCreditsOnAccount): one guarded update that, after
+   * a refill that is due, takes ALL the key's credits left (at least 1) and records `op` as pending
+   * for that amount. 'limit' when none is left, with the period the key is in now; 'reserved' names
+   * the period, the amount taken and the key's limit.
+   */
+  reserveAll?(keyId: string, op: string, periods: RefillPeriods, at: Date): Promise<MoveOutcome>;
   /** The account's charge applied: the pending entry goes, the credits stay spent. */
   confirm(keyId: string, op: string): Promise<void>;
   /**
@@ -62,6 +72,16 @@ export interface KeyCreditStore {
 export function refillPeriodsAt(at: Date): RefillPeriods {
   const iso = at.toISOString();
   return { daily: iso.slice(0, 10), monthly: iso.slice(0, 7) };
+}
+
+/** How the account names a key's refill period (a key without refill: `none`). */
+export function heldPeriod(period: string | null): string {
+  return period ?? 'none';
+}
+
+/** The refill period a key of this refill is in at `periods` (null: a key without refill). */
+export function periodOfRefill(refill: KeyRefill | null, periods: RefillPeriods): string | null {
+  return refill === 'daily' ? periods.daily : refill === 'monthly' ? periods.monthly : null;
 }
 
 /** The operation id a one-shot charge (a lookup's) gets on a capped key, so a sweep can settle it. */

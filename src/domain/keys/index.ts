@@ -1,5 +1,5 @@
 import type { AuditStore } from '../audit/types.js';
-import type { AccountStore } from '../credits/records.js';
+import type { AccountStore, KeyCreditsOnAccount } from '../credits/records.js';
 import { ApiKeyAuthenticator } from './authenticator.js';
 import { GrantChanges } from './grant-changes.js';
 import { LastUsedRecorder } from './last-used.js';
@@ -11,7 +11,7 @@ import { KeyVerifier } from './verifier.js';
 
 export interface KeyServicesDeps {
   keys: KeyStore;
-  accounts: Pick<AccountStore, 'find'>;
+  accounts: Pick<AccountStore, 'find'> & Partial<Pick<KeyCreditsOnAccount, 'heldOf' | 'recall'>>;
   audit: AuditStore;
   /** Reports key changes from every instance; keys are cached only while it is live. */
   changes?: KeyChangeFeed;
@@ -54,6 +54,7 @@ export function createKeyServices(deps: KeyServicesDeps): KeyServices {
   const manager = new KeyManager({
     keys: deps.keys,
     accounts: deps.accounts,
+    held: deps.accounts.heldOf && deps.accounts.recall ? (deps.accounts as Pick<KeyCreditsOnAccount, 'heldOf' | 'recall'>) : undefined,
     audit: deps.audit,
     now: deps.now,
     onDeleted: (keyId) => {

@@ -1,6 +1,7 @@
 import { invalid } from '../errors.js';
 import type { AuditActor, AuditStore } from '../audit/types.js';
-import type { AccountStore } from '../credits/records.js';
+import type { AccountStore, HeldCredits, KeyCreditsOnAccount } from '../credits/records.js';
+import { heldPeriod } from './credit-limit.js';
 import { displayPrefix, generateKey, hashKey } from './format.js';
 import { effectiveKeyPermissions, type KeyPermission } from './permissions.js';
 import type { KeyRecord, KeyRefill, KeySettings, KeySettingsChange, KeyStore } from './records.js';
@@ -55,6 +56,8 @@ export class KeyManager {
     private readonly deps: {
       keys: KeyStore;
       accounts: Pick<AccountStore, 'find'>;
+      /** Capped keys' credits on their accounts (issue 33): part of what a key may spend. */
+      held?: Pick<KeyCreditsOnAccount, 'heldOf' | 'recall'>;
       audit: AuditStore;
       /** Told of every deletion made here, at once (local cache eviction and revocation fan-out). */
       onDeleted?: (keyId: string) => void;
@@ -86,12 +89,18 @@ export class KeyManager {
     const account = typeof accountId === 'string' ? await this.deps.accounts.find(accountId) : null;
     if (!account) throw invalid('account', 'account must be the id of an existing account');
     const now = this.now();
-    return (await this.deps.keys.listForAccount(account.id)).map((k) => summary(k, now));
+    const [keys, held] = await Promise.all([this.deps.keys.listForAccount(account.id), this.heldOf(account.id)]);
+    return keys.map((k) => summary(k, now, held.get(k.id)));
   }
 
   /** One key as the caller may see it (`onlyAccount`: another account's key is unknown). */
   async get(keyId: unknown, onlyAccount?: string): Promise<KeySummary> {
-    return summary(await this.existing(keyId, onlyAccount), this.now());
+    const key = await this.existing(keyId, onlyAccount);
+    return summary(key, this.now(), (await this.heldOf(key.accountId)).get(key.id));
+  }
+
+  private async heldOf(accountId: string): Promise<Map<string, HeldCredits>> {
+    return this.deps.held ? await this.deps.held.heldOf(accountId) : new Map();
   }
 
   /**
@@ -101,13 +110,19 @@ export class KeyManager {
    */
   async update(keyId: unknown, settings: KeySettingsInput, actor: AuditActor, onlyAccount?: string): Promise<KeySummary> {
     let key = await this.active(keyId, onlyAccount);
+    // The key's credits taken back off its account (a new limit or refill is decided on the key's
+    // document alone), summed over the tries: each may find more moved there meanwhile.
+    let recalled = 0;
     for (let tries = 0; ; tries++) {
       const now = this.now();
       const change: KeySettingsChange & { creditsLeft?: number | null; refilledFor?: string | null } = parseKeySettings(settings, now, key);
       const limit = change.creditLimit !== undefined ? change.creditLimit : key.creditLimit;
       const refill = change.refill !== undefined ? change.refill : key.refill;
       if (limit !== key.creditLimit || refill !== key.refill) {
-        const left = creditsLeftNow(key, now);
+        const back = this.deps.held && key.creditLimit !== null ? await this.deps.held.recall(key.accountId, key.id) : null;
+        if (back && back.period === currentPeriod(key, now)) recalled += back.left;
+        const stored = creditsLeftNow(key, now);
+        const left = stored === null ? null : Math.min(key.creditLimit ?? stored, stored + recalled);
         change.creditsLeft = limit === null ? null : left === null || key.creditLimit === null ? limit : Math.max(0, left + limit - key.creditLimit);
         change.refilledFor = limit !== null && refill ? refillPeriod(refill, now) : null;
         change.refill = refill;
@@ -120,7 +135,7 @@ export class KeyManager {
           { ...actor, event: 'key.updated', accountId: after.accountId, keyId: after.id, keyPrefix: after.prefix, details: { name: after.name, ...auditedSettings(visible) } },
           now,
         );
-        return summary(after, now);
+        return summary(after, now, (await this.heldOf(after.accountId)).get(after.id));
       }
       if (tries + 1 >= UPDATE_TRIES) throw new Error(`key ${key.id}: settings update kept being overtaken`);
       key = await this.active(key.id, onlyAccount);
@@ -145,7 +160,7 @@ export class KeyManager {
     };
     const record = await this.deps.keys.insert({ accountId: old.accountId, name: old.name, hash: hashKey(key), prefix: displayPrefix(key), createdAt: now, rolledFrom: old.id, ...settings });
     // The new key starts from what the old one may still spend, not from a fresh limit.
-    const left = creditsLeftNow(old, now);
+    const left = withHeld(old, now, (await this.heldOf(old.accountId)).get(old.id));
     if (record.creditLimit !== null && left !== record.creditsLeft) {
       await this.deps.keys.updateSettings(record.id, record, { creditsLeft: left, refilledFor: old.refill ? refillPeriod(old.refill, now) : null }, now);
     }
@@ -213,7 +228,19 @@ function auditedSettings(change: KeySettingsChange): Record<string, unknown> {
   return out;
 }
 
-function summary(k: KeyRecord, now: Date): KeySummary {
+/** The period a key's credits are in now, as its account names it (see heldPeriod). */
+function currentPeriod(k: Pick<KeyRecord, 'refill'>, now: Date): string {
+  return heldPeriod(k.refill ? refillPeriod(k.refill, now) : null);
+}
+
+/** What a key may spend now: its document's credits left and those on its account of the current period. */
+function withHeld(k: KeyRecord, now: Date, held: HeldCredits | undefined): number | null {
+  const left = creditsLeftNow(k, now);
+  if (left === null || !held || held.period !== currentPeriod(k, now)) return left;
+  return Math.min(k.creditLimit ?? left, left + held.left);
+}
+
+function summary(k: KeyRecord, now: Date, held?: HeldCredits): KeySummary {
   return {
     id: k.id,
     name: k.name,
@@ -223,7 +250,7 @@ function summary(k: KeyRecord, now: Date): KeySummary {
     deletedAt: k.deletedAt,
     expiresAt: k.expiresAt,
     creditLimit: k.creditLimit,
-    creditsLeft: creditsLeftNow(k, now),
+    creditsLeft: withHeld(k, now, held),
     refill: k.refill,
     rateLimitPerMinute: k.rateLimitPerMinute,
     permissions: effectiveKeyPermissions(k.permissions),
