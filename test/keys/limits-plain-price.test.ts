@@ -8,6 +8,7 @@ import { CreditService } from '../../src/domain/credits/service.js';
 import type { KeyRefill } from '../../src/domain/keys/records.js';
 import { startTestApp, type TestAccount, type TestApp } from '../helpers/app.js';
 import { ScriptedProvider } from '../gateway/fakes.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Limits at the price of a plain charge (issue 33): the usual reservation on a capped key is an
@@ -269,6 +270,97 @@ describe('group commit: concurrent charges of one account in fewer writes', () =
     expect(result.filter((r) => r.status === 200)).toHaveLength(1);
     for (const r of result.filter((r) => r.status !== 200)) expect(r).toMatchObject({ status: 503, body: { code: 'database_unavailable' } });
     expect(await balance(acct.accountId)).toBe(49);
+  });
+});
+
+describe("the key's credits on its account", () => {
+  /** A credit service whose move of a key's credits onto the account dies before or after the account's write. */
+  function dyingMove(when: 'before' | 'after') {
+    const accounts = new MongoAccountStore(a.connection);
+    const dying = Object.create(accounts) as MongoAccountStore;
+    dying.moveIn = async (...args) => {
+      if (when === 'after') await accounts.moveIn(...args);
+      throw new Error('process killed');
+    };
+    return new CreditService({ accounts, heldCredits: dying, audit: new MongoAuditStore(a.connection), host: 'dying', keyCredits: new MongoKeyCreditStore(a.connection) });
+  }
+  const chargeCapped = (credits: CreditService, acct: TestAccount, limit: number) =>
+    credits.charge(acct.accountId, 1, null, { service: 'definitions', source: acct.keyId }, { keyId: acct.keyId, creditLimit: limit, creditRefill: null });
+  // The sweep of a later time (every entry pending now is stale then), once the moves answered so far are confirmed.
+  const sweepLater = async () => {
+    await Promise.all([a.services.credits.confirmed(), b.services.credits.confirmed()]);
+    return a.services.imageJobs.keys!.sweep(new Date(Date.now() + 120_000));
+  };
+
+  it('capped lookups over both instances: after the first, no write to the key and fewer writes to the account than lookups', async () => {
+    const acct = await cappedKey(1000, { creditLimit: 500 });
+    expect((await lookup(a, acct.key)).status).toBe(200);
+    await Promise.all([a.services.credits.confirmed(), b.services.credits.confirmed()]);
+    const writes = { api_keys: 0, accounts: 0 };
+    for (const method of ['findOneAndUpdate', 'updateOne', 'bulkWrite'] as const) {
+      const original = Collection.prototype[method] as (...args: unknown[]) => unknown;
+      vi.spyOn(Collection.prototype, method).mockImplementation(function (this: Collection, ...args: unknown[]) {
+        if (this.collectionName === 'api_keys' || this.collectionName === 'accounts') writes[this.collectionName]++;
+        return original.apply(this, args) as never;
+      });
+    }
+    const result = await Promise.all(Array.from({ length: 40 }, (_, i) => lookup(i % 2 ? a : b, acct.key, `h${i}`)));
+    vi.restoreAllMocks();
+    expect(result.every((r) => r.status === 200)).toBe(true);
+    expect(writes.api_keys).toBe(0);
+    expect(writes.accounts).toBeLessThan(40);
+    expect(await left(acct.keyId)).toBe(459);
+    expect(await balance(acct.accountId)).toBe(959);
+  });
+
+  it('a move that dies after the reservation on the key: nothing is charged, and the sweep gives the key its credits back', async () => {
+    const acct = await cappedKey(10, { creditLimit: 5 });
+    await expect(chargeCapped(dyingMove('before'), acct, 5)).rejects.toThrow('process killed');
+    expect(await balance(acct.accountId)).toBe(10);
+    expect(await sweepLater()).toMatchObject({ released: 1 });
+    expect(await left(acct.keyId)).toBe(5);
+    expect(await storedKey(acct)).toMatchObject({ creditsLeft: 5, pending: [] });
+    expect(await chargeCapped(a.services.credits, acct, 5)).toBe(9);
+    expect(await left(acct.keyId)).toBe(4);
+  });
+
+  it('a move that dies after the account took the credits: the sweep keeps them there, and the key spends exactly its limit', async () => {
+    const acct = await cappedKey(10, { creditLimit: 5 });
+    await expect(chargeCapped(dyingMove('after'), acct, 5)).rejects.toThrow('process killed');
+    expect(await sweepLater()).toMatchObject({ confirmed: 1 });
+    expect(await storedKey(acct)).toMatchObject({ creditsLeft: 0, pending: [] });
+    expect(await left(acct.keyId)).toBe(5);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => chargeCapped(a.services.credits, acct, 5).then(String, (err: { code?: string }) => err.code)));
+    expect(answers.filter((x) => x === 'key_credit_limit')).toHaveLength(3);
+    expect(await balance(acct.accountId)).toBe(5);
+    expect(await sweepLater()).toMatchObject({ released: 0, confirmed: 0 });
+  });
+
+  it('refunds go back to the credits on the account, once per op, never past the limit', async () => {
+    const acct = await cappedKey(20, { creditLimit: 3 });
+    const credits = a.services.credits;
+    expect([await chargeCapped(credits, acct, 3), await chargeCapped(credits, acct, 3)]).toEqual([19, 18]);
+    await credits.refund(acct.accountId, 1, 'refund-1', { reason: 'test', keyId: acct.keyId });
+    await credits.refund(acct.accountId, 1, 'refund-1', { reason: 'test', keyId: acct.keyId });
+    expect(await left(acct.keyId)).toBe(2);
+    await credits.refund(acct.accountId, 1, 'refund-2', { reason: 'test', keyId: acct.keyId });
+    await credits.refund(acct.accountId, 1, null, { reason: 'test', keyId: acct.keyId });
+    expect(await left(acct.keyId)).toBe(3);
+    expect((await storedAccount(acct))!.keyHeld[acct.keyId]).toMatchObject({ left: 3, limit: 3 });
+    expect(await balance(acct.accountId)).toBe(21);
+  });
+
+  it('a new limit folds the credits on the account back into the key: what is left moves by the difference', async () => {
+    const acct = await cappedKey(100, { creditLimit: 10 });
+    for (let i = 0; i < 3; i++) expect((await lookup(i % 2 ? a : b, acct.key, `n${i}`)).status).toBe(200);
+    expect(await left(acct.keyId)).toBe(7);
+    expect(await a.services.keys.update(acct.keyId, { creditLimit: 5 }, actor)).toMatchObject({ creditLimit: 5, creditsLeft: 2 });
+    expect((await storedAccount(acct))!.keyHeld?.[acct.keyId]).toBeUndefined();
+    expect(await storedKey(acct)).toMatchObject({ creditLimit: 5, creditsLeft: 2 });
+    await until(async () => (await lookup(a, acct.key, 'n-new')).status === 402, 'the gateways see the new limit');
+    expect(await left(acct.keyId)).toBe(0);
+    expect(await b.services.keys.update(acct.keyId, { creditLimit: 8 }, actor)).toMatchObject({ creditLimit: 8, creditsLeft: 3 });
+    expect(await balance(acct.accountId)).toBe(100 - 3 - (5 - 3));
   });
 });
 

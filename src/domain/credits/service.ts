@@ -157,8 +157,9 @@ export class CreditService implements CreditBalances {
     try {
       outcome = await this.deps.heldCredits!.moveIn(accountId, keyId, reserved.amount, heldPeriod(reserved.period), reserved.limit, op);
     } catch (err) {
-      // The outcome is unknown: settled now if the database allows, else by the sweep.
-      await this.settleReservation({ ...reservation, keyId, accountId, at: now }).catch(() => undefined);
+      // The outcome is unknown (the database): settled now if it allows, else by the sweep, as a
+      // process that died here leaves it.
+      if (err instanceof AppError) await this.settleReservation({ ...reservation, keyId, accountId, at: now }).catch(() => undefined);
       throw err;
     }
     if (outcome === 'unknown_account') {
