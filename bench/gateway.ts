@@ -9,8 +9,9 @@
 //     (RATE_LIMIT_PER_MINUTE=1000000000: counted in MongoDB, nothing refused), against 1 (limit off);
 //  5. route 3 with the charge's whole update: usage counters included (what the database does for a
 //     lookup, so that the gateway's own work can be told from the metered update's database cost);
-//  6. the lookup of 1 with a key that has a credit limit (issue 24: the key's reservation and its
-//     confirmation, and the account's op id recorded and settled), against 1 (a key without one);
+//  6. the lookup of 1 with a key that has a credit limit no run reaches (issue 33: its credits on the
+//     account, taken in the account's one guarded update; moved there by its first charge), against
+//     1 (a key without one);
 //  7. the lookup of 1 with Prometheus metrics on (what METRICS_PORT costs), served by a second gateway
 //     in the same process as 1, so that on and off differ in nothing else;
 //  8, 9. the GraphQL `lookup` mutation over POST /graphql with a client token of the key of 1 (its
