@@ -59,8 +59,12 @@ export interface DefinitionResult {
 }
 
 export interface DefinitionService {
-  /** Validates `keyword`, charges 1 credit, returns the definition. Provider failure: 502/503, not charged. */
-  lookup(principal: Principal, keyword: unknown): Promise<DefinitionResult>;
+  /**
+   * Validates `keyword`, charges 1 credit, returns the definition. Provider failure: 502/503, not charged.
+   * `attempt` (under an Idempotency-Key): the charge carries the attempt's id, so a retry that takes
+   * over an attempt that died after its charge pays nothing more.
+   */
+  lookup(principal: Principal, keyword: unknown, attempt?: IdempotentAttempt | null): Promise<DefinitionResult>;
 }
 
 export interface JobUrlContext {

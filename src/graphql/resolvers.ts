@@ -144,7 +144,7 @@ export class DefinitionResolver {
     @Arg('idempotencyKey', () => String, { nullable: true, description: IDEMPOTENCY_KEY }) idempotencyKey: string | null | undefined,
     @Ctx() ctx: GraphQLContext,
   ): Promise<LookupResultType> {
-    return answerOf(await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, () => ctx.services.definitions.lookup(ctx.principal, keyword)));
+    return answerOf(await ctx.services.idempotency.run(ctx.principal, idempotencyKey, 'lookup', keyword, (attempt) => ctx.services.definitions.lookup(ctx.principal, keyword, attempt)));
   }
 }
 

@@ -39,10 +39,10 @@ export function withTokenBudgets(
   // to a service needs nothing here. Prices are the operation catalog's.
   return {
     definitions: overriding(definitions, {
-      lookup: (principal, keyword) => {
-        if (!principal.token) return definitions.lookup(principal, keyword);
+      lookup: (principal, keyword, attempt) => {
+        if (!principal.token) return definitions.lookup(principal, keyword, attempt);
         parseKeyword(keyword, limits.maxKeywordLength);
-        return spend(principal, costOf('lookup'), () => definitions.lookup(principal, keyword));
+        return spend(principal, costOf('lookup'), () => definitions.lookup(principal, keyword, attempt));
       },
     }),
     jobs: overriding(jobs, {

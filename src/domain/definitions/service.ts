@@ -1,3 +1,4 @@
+import type { IdempotentAttempt } from '../idempotency/service.js';
 import { AppError } from '../errors.js';
 import { costOf } from '../operations/catalog.js';
 import type { DefinitionResult, DefinitionService } from '../ports.js';
@@ -8,10 +9,15 @@ import { parseKeyword } from './validation.js';
 
 /** What a lookup needs of the credit service. */
 export interface LookupCredits {
-  /** opId null: a one-shot charge, never sent again (nothing for the account to remember). `usage` counts it. */
-  /** `holder`: the calling key, whose credit limit (if any) must allow the charge too (key_credit_limit). */
-  charge(accountId: string, amount: number, opId: null, usage: UsageTag, holder?: ChargeHolder): Promise<number>;
+  /**
+   * opId null: a one-shot charge, never sent again (nothing for the account to remember); an op id (a
+   * lookup under an Idempotency-Key): at most once per id, until settled. `usage` counts it.
+   * `holder`: the calling key, whose credit limit (if any) must allow the charge too (key_credit_limit).
+   */
+  charge(accountId: string, amount: number, opId: string | null, usage: UsageTag, holder?: ChargeHolder): Promise<number>;
   refund(accountId: string, amount: number, opId: null, info: { reason: string; keyId: string | null; keyword: string }, usage: UsageTag): Promise<unknown>;
+  /** The op id's outcome is recorded elsewhere (the idempotency record): the account may forget it. */
+  settle(accountId: string, opId: string): Promise<void>;
 }
 
 export interface DefinitionLookupDeps {
@@ -31,14 +37,18 @@ export interface DefinitionLookupDeps {
 export class DefinitionLookup implements DefinitionService {
   constructor(private readonly deps: DefinitionLookupDeps) {}
 
-  async lookup(principal: Principal, input: unknown): Promise<DefinitionResult> {
+  async lookup(principal: Principal, input: unknown, attempt?: IdempotentAttempt | null): Promise<DefinitionResult> {
     const keyword = parseKeyword(input, this.deps.maxKeywordLength);
     // Charge first: the balance check and the deduction are one guarded update, so concurrent lookups
-    // can never spend the same credit twice; a failed provider call gives it back below. Neither is
-    // ever sent twice, so neither needs an operation id remembered on the account.
+    // can never spend the same credit twice; a failed provider call gives it back below. Without an
+    // Idempotency-Key nothing sends either again, so neither needs an operation id on the account.
+    // Under one, a retry may take over an attempt that died after its charge: the charge carries the
+    // attempt's id, which the account keeps until the answer is stored for replay.
     const usage: UsageTag = { service: 'definitions', source: sourceOf(principal) };
     const cost = costOf('lookup');
-    const credits = await this.deps.credits.charge(principal.accountId, cost, null, usage, principal);
+    const opId = attempt ? `lookup:${attempt.ref}` : null;
+    const credits = await this.deps.credits.charge(principal.accountId, cost, opId, usage, principal);
+    if (opId) attempt!.afterStored?.(() => this.deps.credits.settle(principal.accountId, opId));
     // A definition in memory is answered at once (no promise); anything else may wait on the store or the provider.
     let definition = this.inMemory(keyword);
     if (definition !== undefined) return { keyword, definition, credits };
@@ -48,6 +58,8 @@ export class DefinitionLookup implements DefinitionService {
       // Whatever the provider threw, the caller got nothing: give the credit back.
       const kind = err instanceof DefinitionProviderError ? err.kind : 'failed';
       await this.deps.credits.refund(principal.accountId, cost, null, { reason: `provider_${kind}`, keyId: principal.keyId, keyword }, usage);
+      // Given back: a retry under the same key must pay again (a crash just before this lets it look up for free, never twice).
+      if (opId) await this.deps.credits.settle(principal.accountId, opId);
       throw new AppError(kind === 'unavailable' ? 'provider_unavailable' : 'provider_failed', { cause: err, retryAfter: kind === 'unavailable' ? 5 : undefined });
     }
     return { keyword, definition, credits };

@@ -43,6 +43,12 @@ export interface IdempotencyStore {
 export interface IdempotentAttempt {
   ref: string;
   resumed: boolean;
+  /**
+   * Runs `settle` once this attempt's answer is stored for replay (a result, or a client error): from
+   * then on a retry is a replay, so what the work kept for a retry to find (an operation id on the
+   * account) may go. Never run when the attempt fails in a way worth retrying, nor when the process dies.
+   */
+  afterStored?: (settle: () => Promise<void>) => void;
 }
 
 /**
@@ -123,13 +129,15 @@ export class Idempotency {
       lockedUntil: new Date(now.getTime() + this.lockMs),
       expiresAt: new Date(now.getTime() + KEEP_MS),
     });
-    let attempt: IdempotentAttempt = { ref, resumed: false };
+    const settlements: (() => Promise<void>)[] = [];
+    const afterStored = (settle: () => Promise<void>) => void settlements.push(settle);
+    let attempt: IdempotentAttempt = { ref, resumed: false, afterStored };
     if (existing) {
       if (existing.fingerprint !== fingerprint) throw new AppError('idempotency_key_reused');
       if (existing.state === 'done' && existing.outcome) return replay<T>(existing.outcome);
       const takenOver = existing.lockedUntil <= now && (await this.deps.store.takeOver(id, now, new Date(now.getTime() + this.lockMs)));
       if (!takenOver) throw new AppError('idempotency_key_in_progress', { retryAfter: 1 });
-      attempt = { ref: existing.ref ?? id, resumed: true };
+      attempt = { ref: existing.ref ?? id, resumed: true, afterStored };
     }
     let value: T;
     try {
@@ -137,6 +145,7 @@ export class Idempotency {
     } catch (err) {
       if (isAppError(err) && !err.spec.retryable) {
         await this.deps.store.complete(id, { ok: false, code: err.code, message: err.message, field: err.field ?? null });
+        await settleAll(settlements);
       } else {
         await this.unlock(id);
       }
@@ -151,6 +160,7 @@ export class Idempotency {
       await this.unlock(id);
       throw err;
     }
+    await settleAll(settlements);
     return { kind: 'ran', value };
   }
 
@@ -162,6 +172,11 @@ export class Idempotency {
   private async unlock(id: string): Promise<void> {
     await this.deps.store.unlock(id, this.now()).catch(() => undefined);
   }
+}
+
+/** Best effort: what is not settled stays recorded (bounded on the account), which only costs room. */
+async function settleAll(settlements: (() => Promise<void>)[]): Promise<void> {
+  await Promise.all(settlements.map((settle) => settle().catch(() => undefined)));
 }
 
 function replay<T>(outcome: StoredOutcome): IdempotentOutcome<T> {

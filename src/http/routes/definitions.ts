@@ -29,7 +29,7 @@ const definitionRoutes: RouteModule<{ definitions: DefinitionService; idempotenc
   app.post('/api/playground/query', { config: { auth: 'apiKey', operation: 'lookup' }, schema, preValidation: noBodyIsEmpty }, (request, reply) => {
     // The keyword as sent (the service trims it): an Idempotency-Key's fingerprint is of the request.
     const { keyword } = request.body;
-    return idempotent(idempotency, request, reply, 'lookup', keyword, () => definitions.lookup(request.principal!, keyword));
+    return idempotent(idempotency, request, reply, 'lookup', keyword, (attempt) => definitions.lookup(request.principal!, keyword, attempt));
   });
 };
 
