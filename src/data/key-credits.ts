@@ -1,6 +1,6 @@
 import type { Collection, Document } from 'mongodb';
 import type { Connection } from 'mongoose';
-import { periodOfRefill, type KeyCreditStore, type MoveOutcome, type PendingReservation, type RefillPeriods, type ReserveOutcome } from '../domain/keys/credit-limit.js';
+import { MOVE_IN_FLIGHT_MS, periodOfRefill, type KeyCreditStore, type MoveOutcome, type PendingReservation, type RefillPeriods, type ReserveOutcome } from '../domain/keys/credit-limit.js';
 import { nativeCollection, toObjectId } from './accounts.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
 import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
@@ -65,9 +65,10 @@ export class MongoKeyCreditStore implements KeyCreditStore {
       const amount = (before.refilledFor ?? null) !== now ? limit : (before.creditsLeft ?? limit);
       return { kind: 'reserved', period: now, amount, limit };
     }
-    const key = await this.collection.findOne({ _id }, { projection: { creditLimit: 1, deletedAt: 1, refill: 1 } });
+    const key = await this.collection.findOne({ _id }, { projection: { creditLimit: 1, deletedAt: 1, refill: 1, pending: 1 } });
     if (!key || key.deletedAt || !(typeof key.creditLimit === 'number' && key.creditLimit > 0)) return { kind: 'uncapped' };
-    return { kind: 'limit', period: periodOfRefill(key.refill ?? null, periods) };
+    const moving = (key.pending ?? []).some((p) => p.at.getTime() > at.getTime() - MOVE_IN_FLIGHT_MS);
+    return { kind: 'limit', period: periodOfRefill(key.refill ?? null, periods), moving };
   }
 
   async confirm(keyId: string, op: string): Promise<void> {

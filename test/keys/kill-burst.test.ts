@@ -6,7 +6,7 @@
  * key has spent exactly its answered charges; and the key sweep settles what the dead gateway left
  * without changing either.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { until } from '../helpers/until.js';
@@ -17,9 +17,10 @@ const INITIAL = 150;
 const LIMIT = 60;
 const REQUESTS = 300;
 const AT_ONCE = 32;
-/** A is killed once it has answered this many requests. */
+/** A is killed once it has answered this many requests and holds one still running. */
 const KILL_AFTER = 40;
 const WORDS = ['cat', 'dog', 'tree', 'house', 'river', 'light', 'stone', 'music', 'water', 'bird', 'cloud', 'bread'];
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 let a: GatewayProcess | undefined;
 let b: TestApp | undefined;
@@ -62,15 +63,32 @@ describe('a gateway killed during a burst of batched charges', () => {
     let answeredByA = 0;
     let unansweredByA = 0;
     let killedAt = -1;
+    let next = 0;
     let inProgress = 0;
+    /** A's requests it left claimed and unanswered when it died. */
+    let leftRunning = -1;
+    /** The idempotency records of the requests sent to A (their ids, as the gateway names them). */
+    const recordsOfA: string[] = [];
+    const idempotency = gwB.connection.collection<{ _id: string; state: string }>('idempotency_keys');
+    // The kill: once A has answered KILL_AFTER requests, as soon as the database shows one of A's
+    // requests running (claimed, not yet answered), so that A dies in the middle of its work.
+    const killer = (async () => {
+      await until(() => answeredByA >= KILL_AFTER, 'A answers its first requests', { timeoutMs: 120_000 });
+      await until(async () => (await idempotency.findOne({ _id: { $in: recordsOfA }, state: 'running' })) !== null, 'a request of A running', { timeoutMs: 120_000, intervalMs: 1 });
+      killedAt = next;
+      gwA.child.kill('SIGKILL');
+      await gwA.closed;
+      leftRunning = await idempotency.countDocuments({ _id: { $in: recordsOfA }, state: 'running' });
+    })();
 
     /** Sent to B (again) until a final answer: a 409 means the key's earlier attempt still holds it. */
     const finalFromB = async (key: string, idem: string, keyword: string): Promise<Answer> => {
       const r = await until(
         async () => {
           const got = await send(gwB.baseUrl, key, idem, keyword);
-          if (got.status === 409) inProgress++;
-          return got.status === 409 && got.code === 'idempotency_key_in_progress' ? null : got;
+          if (got.status !== 409 || got.code !== 'idempotency_key_in_progress') return got;
+          inProgress++;
+          return null;
         },
         `a final answer from B to ${idem}`,
         { timeoutMs: 180_000, intervalMs: 100 },
@@ -82,9 +100,11 @@ describe('a gateway killed during a burst of batched charges', () => {
       const isCapped = i % 2 === 1;
       const key = isCapped ? capped.key : plain.key;
       const idem = `burst-${i}-${randomUUID()}`;
+      // A word of its own per request: each lookup goes past the memory cache to the provider and the database.
       const keyword = `${WORDS[i % WORDS.length]!}${i}`;
       // Both keys on both gateways: request i goes to A when i % 4 < 2.
       if (i % 4 < 2) {
+        recordsOfA.push(sha256(`${account.id}\n${isCapped ? capped.id : plain.id}\n${idem}`));
         let got: { status: number; code: string | null } | null = null;
         try {
           got = await send(gwA.base, key, idem, keyword);
@@ -94,10 +114,6 @@ describe('a gateway killed during a burst of batched charges', () => {
         if (got && got.status !== 409) {
           answers[i] = { ...got, via: 'A' };
           answeredByA++;
-          if (answeredByA >= KILL_AFTER && killedAt < 0) {
-            killedAt = i;
-            gwA.child.kill('SIGKILL');
-          }
           return;
         }
         // No answer (the connection died with A, or A was already gone): B gets the same request.
@@ -108,17 +124,16 @@ describe('a gateway killed during a burst of batched charges', () => {
       answers[i] = await finalFromB(key, idem, keyword);
     };
 
-    let next = 0;
     await Promise.all(
       Array.from({ length: AT_ONCE }, async () => {
         while (next < REQUESTS) await run(next++);
       }),
     );
+    await killer;
     await Promise.all(retries);
     await gwA.closed;
-    const diagnostics = `killed after request ${killedAt}; A answered ${answeredByA}, left ${unansweredByA} unanswered; ${gwA.stderr()}`;
+    const diagnostics = `killed at request ${killedAt}; A answered ${answeredByA}, left ${unansweredByA} unanswered (${leftRunning} of them claimed and running); retries told in progress ${inProgress} times; ${gwA.stderr()}`;
 
-    console.log('DIAG', diagnostics, 'inProgress', inProgress, 'ok', answers.filter(r=>r!.status===200).length, JSON.stringify(answers.map((r,i)=>i%4<2 && r!.via==='B' ? i+':'+r!.status+':'+r!.code : '').filter(Boolean)));
     expect(killedAt, diagnostics).toBeGreaterThanOrEqual(0);
     expect(gwA.child.signalCode).toBe('SIGKILL');
     // The kill left requests unanswered (those in flight and those sent to A after it), retried on B.
@@ -140,18 +155,18 @@ describe('a gateway killed during a burst of batched charges', () => {
     // The balance: the initial balance minus the answered charges, to the credit.
     await gwB.services.credits.confirmed();
     const balance = (await gwB.services.credits.getAccount(account.id))!.credits;
-    expect({ balance, charged: INITIAL - balance, answered: ok.length }, summary).toEqual({ balance: INITIAL - ok.length, charged: ok.length, answered: ok.length });
+    expect.soft({ balance, charged: INITIAL - balance, answered: ok.length }, summary).toEqual({ balance: INITIAL - ok.length, charged: ok.length, answered: ok.length });
     // Demand (150 plain requests alone) covers the balance whatever the order: it ends at zero.
-    expect(balance, summary).toBe(0);
-    expect(cappedOk, summary).toBeLessThanOrEqual(LIMIT);
+    expect.soft(balance, summary).toBe(0);
+    expect.soft(cappedOk, summary).toBeLessThanOrEqual(LIMIT);
     // A move of the key's credits that A left half done hides credits until the sweep, never adds any.
     const leftBefore = (await gwB.services.keys.get(capped.id)).creditsLeft!;
-    expect(leftBefore, summary).toBeLessThanOrEqual(LIMIT - cappedOk);
+    expect.soft(leftBefore, summary).toBeLessThanOrEqual(LIMIT - cappedOk);
 
     // The sweep, past every lease: it settles what A left and changes nothing that was answered.
     await gwB.services.imageJobs.keys!.sweep(new Date(Date.now() + 120_000));
     expect((await gwB.services.credits.getAccount(account.id))!.credits, summary).toBe(balance);
-    expect((await gwB.services.keys.get(capped.id)).creditsLeft, summary).toBe(LIMIT - cappedOk);
+    expect.soft((await gwB.services.keys.get(capped.id)).creditsLeft, summary).toBe(LIMIT - cappedOk);
     // Settled once: a second sweep finds nothing.
     expect(await gwB.services.imageJobs.keys!.sweep(new Date(Date.now() + 120_000)), summary).toMatchObject({ released: 0, confirmed: 0 });
     expect((await gwB.services.credits.getAccount(account.id))!.credits).toBe(balance);

@@ -313,6 +313,15 @@ describe("the key's credits on its account", () => {
     expect(await balance(acct.accountId)).toBe(959);
   });
 
+  it("a fresh key's first charges at once over both instances: one moves its credits, the others wait for them, none is refused", async () => {
+    const acct = await cappedKey(100, { creditLimit: 24 });
+    const results = await Promise.all(Array.from({ length: 24 }, (_, i) => lookup(i % 2 ? a : b, acct.key, `f${i}`)));
+    expect(results.map((r) => r.status)).toEqual(Array.from({ length: 24 }, () => 200));
+    expect((await lookup(a, acct.key, 'f-over')).body).toMatchObject({ code: 'key_credit_limit' });
+    expect(await left(acct.keyId)).toBe(0);
+    expect(await balance(acct.accountId)).toBe(76);
+  });
+
   it('a move that dies after the reservation on the key: nothing is charged, and the sweep gives the key its credits back', async () => {
     const acct = await cappedKey(10, { creditLimit: 5 });
     await expect(chargeCapped(dyingMove('before'), acct, 5)).rejects.toThrow('process killed');

@@ -36,6 +36,9 @@ export interface CreditServiceDeps {
   onBackgroundError?: (err: unknown) => void;
 }
 
+/** How long a capped charge waits for another's move of the key's credits to reach the account. */
+const MOVE_WAIT_MS = 2_000;
+
 /** Why a refund happened, recorded on its audit entry. */
 export interface RefundInfo {
   reason: string;
@@ -133,16 +136,19 @@ export class CreditService implements CreditBalances {
     const now = this.now();
     const periods = refillPeriodsAt(now);
     let period = heldPeriod(periodOfRefill(refill, periods));
+    const started = Date.now();
     for (;;) {
       const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { service: usage.service, source: usage.source, at: now }, { held: { keyId, period } });
       if (result.kind !== 'key_short') return this.charged(accountId, amount, result, usage);
       const moved = await this.moveOnAccount(keys, keyId, accountId, periods, now);
       if (moved.kind === 'uncapped') return this.chargeAccount(accountId, amount, opId, usage);
-      if (moved.kind === 'limit') {
-        // Nothing left on the key. Its credits on the account were of the period tried; if the key is
-        // in another (the caller's refill was stale), those of that period may still cover the charge.
-        if (heldPeriod(moved.period) === period) throw new AppError('key_credit_limit');
+      if (moved.kind === 'limit' && heldPeriod(moved.period) === period) {
+        // Nothing left on the key, and too few of the period tried on the account. Unless another
+        // charge's move is on its way there (it took the key's credits a moment ago), that is the limit.
+        if (!moved.moving || Date.now() - started > MOVE_WAIT_MS) throw new AppError('key_credit_limit');
+        await new Promise((resolve) => setImmediate(resolve));
       }
+      // (A limit in another period: the caller's refill was stale; the key's credits of its period may cover it.)
       period = heldPeriod(moved.period);
     }
   }

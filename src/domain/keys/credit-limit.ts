@@ -38,7 +38,8 @@ export type ReserveOutcome =
 
 export type MoveOutcome =
   | { kind: 'reserved'; period: string | null; amount: number; limit: number }
-  | { kind: 'limit'; period: string | null }
+  /** `moving`: a reservation younger than MOVE_IN_FLIGHT_MS is pending (credits on their way to the account). */
+  | { kind: 'limit'; period: string | null; moving: boolean }
   | { kind: 'uncapped' };
 
 export interface KeyCreditStore {
@@ -73,6 +74,9 @@ export function refillPeriodsAt(at: Date): RefillPeriods {
   const iso = at.toISOString();
   return { daily: iso.slice(0, 10), monthly: iso.slice(0, 7) };
 }
+
+/** A pending reservation younger than this is taken for one in flight (its process alive), not a dead one's. */
+export const MOVE_IN_FLIGHT_MS = 5_000;
 
 /** How the account names a key's refill period (a key without refill: `none`). */
 export function heldPeriod(period: string | null): string {

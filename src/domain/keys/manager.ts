@@ -193,6 +193,8 @@ export class KeyManager {
     const after = await this.deps.keys.softDelete(id, at);
     if (!after?.deletedAt) throw invalid('id', 'id must be the id of an existing key');
     this.deps.onDeleted?.(id);
+    // Its credits on the account are no one's now (a failure leaves them there, unused).
+    await this.deps.held?.recall(after.accountId, id).catch(() => undefined);
     if (after.deletedAt.getTime() === at.getTime()) {
       await this.deps.audit.record({ ...actor, event: 'key.deleted', accountId: after.accountId, keyId: id, keyPrefix: after.prefix, details: { name: after.name } }, at);
     }
