@@ -189,6 +189,8 @@ const schema = z
     JOB_EVENTS_POLL_MS: int(500, 50),
 
     /** Longest time to receive a whole request (headers and body); 408 after it. */
+    /** How long a request holds its Idempotency-Key before a retry may take it over (a request that died). */
+    IDEMPOTENCY_LOCK_MS: int(60_000, 1000),
     REQUEST_TIMEOUT_MS: int(30_000, 10),
     /** Longest time to receive a request's headers (slow-header clients); at most REQUEST_TIMEOUT_MS. */
     HEADERS_TIMEOUT_MS: int(10_000, 10),

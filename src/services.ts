@@ -352,7 +352,7 @@ export async function buildServices(config: Config, deps: ServiceDeps): Promise<
     jobWatch: new JobWatcher({ jobs, changes: jobEvents }),
     health: databaseHealth(connection),
     console: consoleServices,
-    idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs }),
+    idempotency: new Idempotency({ store: idempotencyStore, lockMs: deps.idempotencyLockMs ?? config.IDEMPOTENCY_LOCK_MS }),
     webhooks: new WebhookEndpoints({
       ...webhooks.stores,
       queue: webhooks.queue,

@@ -50,12 +50,12 @@ describe('a gateway killed during a burst of batched charges', () => {
   it('the balance is the initial balance minus the answered charges, and the capped key spent exactly its answered ones', { timeout: 240_000 }, async () => {
     const dbName = `t_kill_burst_${randomUUID().slice(0, 8)}`;
     // B first: it starts on the fresh database (and would drop it, empty as it is, if it came second).
-    b = await startTestApp({ dbName, deps: { idempotencyLockMs: 1000 } });
+    b = await startTestApp({ dbName, IDEMPOTENCY_LOCK_MS: '2000' });
     const gwB = b;
     const account = await gwB.services.credits.createAccount('kill burst', INITIAL, actor);
     const plain = await gwB.services.keys.create(account.id, 'plain', actor);
     const capped = await gwB.services.keys.create(account.id, 'capped', actor, { creditLimit: LIMIT });
-    a = await startGatewayProcess({ MONGODB_URI: `${inject('mongoUri').replace(/\/?$/, '/')}${dbName}`, IN_PROCESS_WORKER: 'false', LOG_LEVEL: 'warn' }, { demoKey: false });
+    a = await startGatewayProcess({ MONGODB_URI: `${inject('mongoUri').replace(/\/?$/, '/')}${dbName}`, IN_PROCESS_WORKER: 'false', LOG_LEVEL: 'warn', IDEMPOTENCY_LOCK_MS: '2000' }, { demoKey: false });
     const gwA = a;
 
     const answers: (Answer | undefined)[] = new Array(REQUESTS);
