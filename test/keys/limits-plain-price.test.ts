@@ -11,9 +11,10 @@ import { ScriptedProvider } from '../gateway/fakes.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Limits at the price of a plain charge (issue 33): the usual reservation on a capped key is an
- * operator update, and every rule of Key lifecycle still holds when the gateway knows the key's refill
- * (its cached key) and when what it knows is stale.
+ * Limits at the price of a plain charge (issue 33): a capped key's usual charge writes nothing to the
+ * key (its credits are on the account, taken in the account's one guarded update), concurrent charges
+ * of one account are group-committed, and every rule of Key lifecycle still holds when the gateway
+ * knows the key's refill (its cached key) and when what it knows is stale.
  */
 const actor = { actor: 'test', ip: '127.0.0.1', host: 'test-host' };
 let a: TestApp;
