@@ -129,11 +129,7 @@ export class MongoAccountStore implements AccountStore, KeyCreditsOnAccount {
     }
     inc.credits = -total;
     const filter: Record<string, unknown> = { _id, credits: { $gte: total } };
-    for (const [keyId, h] of held) {
-      filter[`keyHeld.${keyId}.period`] = h.period;
-      filter[`keyHeld.${keyId}.left`] = { $gte: h.total };
-      inc[`keyHeld.${keyId}.left`] = -h.total;
-    }
+    for (const [keyId, h] of held) takeHeld(filter, inc, keyId, h.period, h.total);
     const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
     if (ops.length > 0) {
       filter.ops = { $nin: ops.flatMap((op) => [op, voidMarker(op)]) };
@@ -165,12 +161,8 @@ export class MongoAccountStore implements AccountStore, KeyCreditsOnAccount {
     if (delta < 0 && !opts.mayGoNegative) filter.credits = { $gte: -delta };
     const inc: Record<string, number> = { credits: delta };
     const held = delta < 0 ? opts.held : undefined;
-    if (held) {
-      // The key's credits on the account, in the same guarded update: of the period the key is in, and enough.
-      filter[`keyHeld.${held.keyId}.period`] = held.period;
-      filter[`keyHeld.${held.keyId}.left`] = { $gte: -delta };
-      inc[`keyHeld.${held.keyId}.left`] = delta;
-    }
+    // The key's credits on the account, in the same guarded update: of the period the key is in, and enough.
+    if (held) takeHeld(filter, inc, held.keyId, held.period, -delta);
     const update: Record<string, unknown> = { $inc: inc, $set: { updatedAt: new Date() } };
     if (opId !== null) update.$push = remember(opId);
     if (usage) {
@@ -309,6 +301,13 @@ export const WITHOUT_USAGE = { usage: 0, usageOldestDay: 0 } as const;
 /** What voidOp records instead of the id: an id voided never applies, and is told apart from one applied. */
 function voidMarker(opId: string): string {
   return `void:${opId}`;
+}
+
+/** Guard and update parts of a charge that takes `amount` of a key's credits on the account, of `period`. */
+function takeHeld(filter: Record<string, unknown>, inc: Record<string, number>, keyId: string, period: string, amount: number): void {
+  filter[`keyHeld.${keyId}.period`] = period;
+  filter[`keyHeld.${keyId}.left`] = { $gte: amount };
+  inc[`keyHeld.${keyId}.left`] = -amount;
 }
 
 /** Filter part: the account has neither applied nor voided `opId`. */

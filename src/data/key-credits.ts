@@ -1,6 +1,7 @@
 import type { Collection, Document } from 'mongodb';
 import type { Connection } from 'mongoose';
-import { MOVE_IN_FLIGHT_MS, periodOfRefill, type KeyCreditStore, type MoveOutcome, type PendingReservation, type RefillPeriods, type ReserveOutcome } from '../domain/keys/credit-limit.js';
+import { creditsLeftNow, periodOfRefill } from '../domain/keys/settings.js';
+import { MOVE_IN_FLIGHT_MS, type KeyCreditStore, type MoveOutcome, type PendingReservation, type RefillPeriods, type ReserveOutcome } from '../domain/keys/credit-limit.js';
 import { nativeCollection, toObjectId } from './accounts.js';
 import { CoalescedPulls } from './coalesced-pulls.js';
 import { apiKeyCollectionName, type ApiKeyDoc } from './models/api-key.js';
@@ -60,15 +61,13 @@ export class MongoKeyCreditStore implements KeyCreditStore {
       { returnDocument: 'before', projection: { creditLimit: 1, creditsLeft: 1, refill: 1, refilledFor: 1 } },
     );
     if (before) {
-      const now = periodOfRefill(before.refill ?? null, periods);
-      const limit = before.creditLimit as number;
-      const amount = (before.refilledFor ?? null) !== now ? limit : (before.creditsLeft ?? limit);
-      return { kind: 'reserved', period: now, amount, limit };
+      const key = { creditLimit: before.creditLimit ?? null, creditsLeft: before.creditsLeft ?? null, refill: before.refill ?? null, refilledFor: before.refilledFor ?? null };
+      return { kind: 'reserved', period: periodOfRefill(key.refill, at), amount: creditsLeftNow(key, at)!, limit: key.creditLimit! };
     }
     const key = await this.collection.findOne({ _id }, { projection: { creditLimit: 1, deletedAt: 1, refill: 1, pending: 1 } });
     if (!key || key.deletedAt || !(typeof key.creditLimit === 'number' && key.creditLimit > 0)) return { kind: 'uncapped' };
     const moving = (key.pending ?? []).some((p) => p.at.getTime() > at.getTime() - MOVE_IN_FLIGHT_MS);
-    return { kind: 'limit', period: periodOfRefill(key.refill ?? null, periods), moving };
+    return { kind: 'limit', period: periodOfRefill(key.refill ?? null, at), moving };
   }
 
   async confirm(keyId: string, op: string): Promise<void> {

@@ -5,7 +5,8 @@ import { noMetrics, type DomainMetrics } from '../metrics.js';
 import type { UsageTag } from '../usage/types.js';
 import type { AccountRecord, AccountStore, ApplyResult, KeyCreditsOnAccount, RechargeState } from './records.js';
 import { randomUUID } from 'node:crypto';
-import { heldPeriod, keyChargeOpPrefix, periodOfRefill, refillPeriodsAt, type KeyCreditStore, type PendingReservation } from '../keys/credit-limit.js';
+import { periodOfRefill } from '../keys/settings.js';
+import { heldPeriod, keyChargeOpPrefix, refillPeriodsAt, type KeyCreditStore, type PendingReservation } from '../keys/credit-limit.js';
 import type { ChargeHolder } from '../principal.js';
 import type { KeyRefill } from '../keys/records.js';
 
@@ -135,7 +136,7 @@ export class CreditService implements CreditBalances {
   private async chargeOnAccount(keys: KeyCreditStore, keyId: string, refill: KeyRefill | null, accountId: string, amount: number, opId: string | null, usage?: UsageTag): Promise<number> {
     const now = this.now();
     const periods = refillPeriodsAt(now);
-    let period = heldPeriod(periodOfRefill(refill, periods));
+    let period = heldPeriod(periodOfRefill(refill, now));
     const started = Date.now();
     for (;;) {
       const result = await this.deps.accounts.apply(accountId, -amount, opId, usage && { service: usage.service, source: usage.source, at: now }, { held: { keyId, period } });

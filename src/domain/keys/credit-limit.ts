@@ -1,5 +1,3 @@
-import type { KeyRefill } from './records.js';
-
 /**
  * A key's credit limit (issue 24): a charge needs both the account's balance and the key's credits
  * left. Without transactions, the two are two guarded single-document updates with a durable record
@@ -81,11 +79,6 @@ export const MOVE_IN_FLIGHT_MS = 5_000;
 /** How the account names a key's refill period (a key without refill: `none`). */
 export function heldPeriod(period: string | null): string {
   return period ?? 'none';
-}
-
-/** The refill period a key of this refill is in at `periods` (null: a key without refill). */
-export function periodOfRefill(refill: KeyRefill | null, periods: RefillPeriods): string | null {
-  return refill === 'daily' ? periods.daily : refill === 'monthly' ? periods.monthly : null;
 }
 
 /** The operation id a one-shot charge (a lookup's) gets on a capped key, so a sweep can settle it. */

@@ -5,7 +5,7 @@ import { heldPeriod } from './credit-limit.js';
 import { displayPrefix, generateKey, hashKey } from './format.js';
 import { effectiveKeyPermissions, type KeyPermission } from './permissions.js';
 import type { KeyRecord, KeyRefill, KeySettings, KeySettingsChange, KeyStore } from './records.js';
-import { creditsLeftNow, parseGrace, parseKeySettings, refillPeriod, type KeySettingsInput } from './settings.js';
+import { creditsLeftNow, parseGrace, parseKeySettings, periodOfRefill, refillPeriod, type KeySettingsInput } from './settings.js';
 
 /** A new key as shown once, at creation. */
 export interface CreatedKey {
@@ -232,7 +232,7 @@ function auditedSettings(change: KeySettingsChange): Record<string, unknown> {
 
 /** The period a key's credits are in now, as its account names it (see heldPeriod). */
 function currentPeriod(k: Pick<KeyRecord, 'refill'>, now: Date): string {
-  return heldPeriod(k.refill ? refillPeriod(k.refill, now) : null);
+  return heldPeriod(periodOfRefill(k.refill, now));
 }
 
 /** What a key may spend now: its document's credits left and those on its account of the current period. */

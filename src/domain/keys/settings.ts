@@ -111,6 +111,11 @@ export function refillPeriod(refill: KeyRefill, at: Date): string {
   return refill === 'daily' ? at.toISOString().slice(0, 10) : at.toISOString().slice(0, 7);
 }
 
+/** The refill period a key of this refill is in at `at` (null: a key without refill has none). */
+export function periodOfRefill(refill: KeyRefill | null, at: Date): string | null {
+  return refill ? refillPeriod(refill, at) : null;
+}
+
 /**
  * What the key may spend now, as its next charge would see it: a key with a refill whose stored figure
  * belongs to an earlier period has its whole limit again (the reset happens with the next charge).
