@@ -324,6 +324,23 @@ describe("the key's credits on its account", () => {
     expect(await balance(acct.accountId)).toBe(76);
   });
 
+  it("a key as the previous release left it (credits left on the key, a dead process's reservation pending): charged from what it has, the sweep settles the rest", async () => {
+    const acct = await cappedKey(100, { creditLimit: 10 });
+    // 4 spent under the previous release, 2 of them reserved by a process that died before the account's charge.
+    await a.connection.collection('api_keys').updateOne(
+      { prefix: acct.key.slice(0, 12) },
+      { $set: { creditsLeft: 6, refilledFor: null, pending: [{ op: 'keycharge:old-release', amount: 2, at: new Date(Date.now() - 120_000), period: null }] } },
+    );
+    expect(await left(acct.keyId)).toBe(6);
+    const first = await Promise.all(Array.from({ length: 8 }, (_, i) => lookup(i % 2 ? a : b, acct.key, `u${i}`)));
+    expect(first.filter((r) => r.status === 200)).toHaveLength(6);
+    for (const r of first.filter((r) => r.status !== 200)) expect(r.body).toMatchObject({ code: 'key_credit_limit' });
+    expect(await sweepLater()).toMatchObject({ released: 1 });
+    expect(await left(acct.keyId)).toBe(2);
+    expect((await Promise.all([lookup(a, acct.key, 'u8'), lookup(b, acct.key, 'u9'), lookup(a, acct.key, 'u10')])).map((r) => r.status).sort()).toEqual([200, 200, 402]);
+    expect(await balance(acct.accountId)).toBe(92);
+  });
+
   it('a move that dies after the reservation on the key: nothing is charged, and the sweep gives the key its credits back', async () => {
     const acct = await cappedKey(10, { creditLimit: 5 });
     await expect(chargeCapped(dyingMove('before'), acct, 5)).rejects.toThrow('process killed');
